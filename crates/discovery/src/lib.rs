@@ -1,0 +1,26 @@
+//! Discovery: the plugins, tools and MCP servers OpenCode 1.18.4 would use for a project, in
+//! OpenCode's order, each described statically — entry, digest, capability summary,
+//! diagnostics — before any of it may run.
+//!
+//! Invariant: nothing in this crate executes, imports or installs third-party code, and it
+//! never writes into OpenCode's folders. A bad file is a diagnostic, never an early return.
+//!
+//! ```no_run
+//! let env = berth_discovery::OpencodeEnv::from_process();
+//! let found = berth_discovery::Scanner::new().scan(&env, std::path::Path::new("."));
+//! for s in &found.sources { println!("{} {:?} {}", s.id, s.kind, s.entry); }
+//! ```
+
+mod digest;
+pub mod env;
+pub mod facts;
+pub mod graph;
+pub mod scan;
+pub mod source;
+pub mod spec;
+
+pub use digest::{sha256_hex, sha256_parts};
+pub use env::{OpencodeEnv, Switch};
+pub use graph::{ConfigDir, ConfigFile, ConfigGraph, ConfigRole, DirRole};
+pub use scan::{Discovery, Scanner};
+pub use source::{Capabilities, Diagnostic, Scope, Source, SourceKind, SourceState};

@@ -1,0 +1,535 @@
+//! Turns the config graph into described sources: entry files, digests, static capabilities
+//! and diagnostics. Re-parses only files whose (size, mtime) changed since the last scan.
+//!
+//! Must not: execute or import anything, or follow a relative import out of the source's own
+//! folder.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::digest::{sha256_hex, sha256_parts};
+use crate::env::OpencodeEnv;
+use crate::facts::{analyze, FileFacts};
+use crate::graph::{ConfigGraph, PluginOrigin};
+use crate::source::*;
+use crate::spec::PluginSpec;
+
+/// Files larger than this are hashed but not parsed (a 50 MB "tool" is not a tool).
+pub const MAX_ANALYZED_BYTES: u64 = 4 * 1024 * 1024;
+/// Relative imports followed per source, at most.
+const MAX_FILES_PER_SOURCE: usize = 256;
+const INDEX_FILES: &[&str] = &["index.ts", "index.tsx", "index.js", "index.mjs", "index.cjs"];
+const RESOLVE_EXTS: &[&str] = &["ts", "tsx", "js", "mjs", "cjs", "mts", "cts", "jsx"];
+
+#[derive(Clone)]
+struct CachedFile {
+    size: u64,
+    mtime: Option<SystemTime>,
+    digest: String,
+    facts: Option<FileFacts>,
+    too_large: bool,
+}
+
+/// Keeps per-file results between scans.
+#[derive(Default)]
+pub struct Scanner {
+    cache: HashMap<PathBuf, CachedFile>,
+}
+
+/// One scan's result.
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    pub graph: ConfigGraph,
+    pub sources: Vec<Source>,
+}
+
+impl Discovery {
+    /// Graph-level diagnostics (files, folders, switches) — source ones live on the sources.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.graph.diagnostics
+    }
+}
+
+impl Scanner {
+    pub fn new() -> Scanner {
+        Scanner::default()
+    }
+
+    pub fn scan(&mut self, env: &OpencodeEnv, directory: &Path) -> Discovery {
+        let graph = ConfigGraph::resolve(env, directory);
+        let mut sources = Vec::new();
+        let mut live = HashSet::new();
+
+        for (order, tool) in graph.tool_files.iter().enumerate() {
+            let mut s = self.describe_files(SourceKind::StandaloneTool, &tool.path, &tool.config_dir, &mut live);
+            let stem = tool.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let mut names: Vec<String> = s
+                .capabilities
+                .exports
+                .iter()
+                .filter(|e| *e != "*")
+                .map(|e| if e == "default" { stem.clone() } else { format!("{stem}_{e}") })
+                .collect();
+            names.sort();
+            s.capabilities.tools = names;
+            sources.push(finish(s, SourceKind::StandaloneTool, tool.scope, &tool.config_dir, tool.path.display().to_string(), None, None, order, &tool.path));
+        }
+        for (order, origin) in graph.plugins.iter().enumerate() {
+            sources.push(self.describe_plugin(origin, order, &mut live));
+        }
+        for (origin, diag) in &graph.skipped {
+            let mut s = self.describe_plugin(origin, usize::MAX, &mut live);
+            s.state = SourceState::Unsupported;
+            s.diagnostics.push(diag.clone());
+            sources.push(s);
+        }
+        for (order, m) in graph.mcp.iter().enumerate() {
+            let digest = sha256_hex(m.config.to_string().as_bytes());
+            let mut caps = Capabilities::default();
+            match m.config.get("type").and_then(Value::as_str) {
+                Some("local") => {
+                    caps.process.insert("MCP server command".into());
+                }
+                Some("remote") => {
+                    caps.network.insert("MCP server URL".into());
+                }
+                _ => {}
+            }
+            let mut s = Pending::default();
+            s.digest = digest;
+            s.capabilities = caps;
+            s.diagnostics.push(Diagnostic::new(
+                "unsupported",
+                format!("MCP server `{}` is listed; Berth does not connect MCP servers yet", m.name),
+                "use it from OpenCode for now; Berth will list its tools once MCP support lands",
+            ));
+            let mut src = finish(s, SourceKind::Mcp, m.scope, &m.origin, m.name.clone(), None, None, order, Path::new(&format!("{}#{}", m.origin.display(), m.name)));
+            src.state = SourceState::Unsupported;
+            sources.push(src);
+        }
+        // Forget files no source uses any more.
+        self.cache.retain(|p, _| live.contains(p));
+        Discovery { graph, sources }
+    }
+
+    fn describe_plugin(&mut self, origin: &PluginOrigin, order: usize, live: &mut HashSet<PathBuf>) -> Source {
+        match &origin.spec {
+            PluginSpec::Path { path, .. } => {
+                let (entry, root, mut diags) = resolve_file_entry(path);
+                let mut s = match &entry {
+                    Some(entry) => self.describe_files(SourceKind::FilePlugin, entry, &root, live),
+                    None => Pending { contents_unknown: true, ..Pending::default() },
+                };
+                s.diagnostics.append(&mut diags);
+                if let Some(pkg) = read_package_json(&root) {
+                    apply_package_json(&mut s, &pkg, &root);
+                }
+                if origin.options_kept_from_config {
+                    s.diagnostics.push(Diagnostic::new(
+                        "unsupported",
+                        "this file is both configured with options and found in a plugins folder; OpenCode 1.18.4 drops the options, Berth keeps them (deviations ledger D-003)",
+                        "remove one of the two entries to make the intent explicit",
+                    ));
+                }
+                let entry_text = entry.as_deref().unwrap_or(path).display().to_string();
+                finish(s, SourceKind::FilePlugin, origin.scope, &origin.source, entry_text, Some(origin.raw.clone()), origin.options.clone(), order, path)
+            }
+            PluginSpec::Npm { name, request } => {
+                let mut s = Pending { contents_unknown: true, ..Pending::default() };
+                s.digest = sha256_hex(format!("npm:{name}@{request}").as_bytes());
+                finish(s, SourceKind::NpmPlugin, origin.scope, &origin.source, format!("{name}@{request}"), Some(origin.raw.clone()), origin.options.clone(), order, Path::new(name))
+            }
+            PluginSpec::Invalid { reason, recovery } => {
+                let mut s = Pending { contents_unknown: true, ..Pending::default() };
+                s.digest = sha256_hex(origin.raw.as_bytes());
+                s.diagnostics.push(Diagnostic::new("unsupported", reason.clone(), recovery.clone()).at(origin.source.clone()));
+                let mut src = finish(s, SourceKind::NpmPlugin, origin.scope, &origin.source, origin.raw.clone(), Some(origin.raw.clone()), origin.options.clone(), order, Path::new(&origin.raw));
+                src.state = SourceState::Unsupported;
+                src
+            }
+        }
+    }
+
+    /// Reads `entry` and the relative imports it reaches inside `root`.
+    fn describe_files(&mut self, _kind: SourceKind, entry: &Path, root: &Path, live: &mut HashSet<PathBuf>) -> Pending {
+        let mut p = Pending::default();
+        let mut queue = vec![entry.to_path_buf()];
+        let mut seen = HashSet::new();
+        let mut parts: Vec<(String, String)> = Vec::new();
+        let root_canon = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        while let Some(file) = queue.pop() {
+            let canon = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
+            if !seen.insert(canon.clone()) {
+                continue;
+            }
+            if seen.len() > MAX_FILES_PER_SOURCE {
+                p.diagnostics.push(Diagnostic::new(
+                    "unsupported",
+                    format!("more than {MAX_FILES_PER_SOURCE} local files are imported; the summary covers the first ones"),
+                    "approve with care, or split the plugin",
+                ));
+                break;
+            }
+            let is_entry = file == entry;
+            let cached = match self.read_file(&file) {
+                Ok(c) => c,
+                Err(e) => {
+                    let (code, recovery) = if is_entry {
+                        ("temporarily-unavailable", "check that the file exists and is readable; Berth rescans when it changes")
+                    } else {
+                        ("plugin-failed", "fix the import path; OpenCode would fail to load this module too")
+                    };
+                    p.diagnostics.push(Diagnostic::new(code, format!("cannot read {}: {e}", file.display()), recovery).at(&file));
+                    if is_entry {
+                        p.contents_unknown = true;
+                    }
+                    continue;
+                }
+            };
+            live.insert(file.clone());
+            parts.push((file.display().to_string(), cached.digest.clone()));
+            p.files.push(file.clone());
+            let Some(facts) = &cached.facts else {
+                p.contents_unknown = true;
+                p.diagnostics.push(Diagnostic::new(
+                    "unsupported",
+                    format!("{} is larger than {} MiB; Berth does not analyse it", file.display(), MAX_ANALYZED_BYTES / 1024 / 1024),
+                    "approve only if you expect a file this large here",
+                ).at(&file));
+                continue;
+            };
+            if !facts.syntax_errors.is_empty() {
+                p.diagnostics.push(Diagnostic::new(
+                    "plugin-failed",
+                    format!("{} does not parse: {}", file.display(), facts.syntax_errors[0]),
+                    "fix the syntax error; the file would fail to load",
+                ).at(&file));
+            }
+            if is_entry {
+                p.exports = facts.exports.clone();
+            }
+            p.merge(facts);
+            for spec in facts.all_specifiers() {
+                if spec.starts_with("./") || spec.starts_with("../") {
+                    match resolve_relative(&file, spec) {
+                        Some(target) => {
+                            let canon_t = std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
+                            if canon_t.starts_with(&root_canon) {
+                                queue.push(target);
+                            } else {
+                                p.diagnostics.push(Diagnostic::new(
+                                    "unsupported",
+                                    format!("{} imports {spec}, outside its folder {}; that file is not part of the summary", file.display(), root.display()),
+                                    "keep a plugin's files inside its folder",
+                                ).at(&file));
+                            }
+                        }
+                        None => p.diagnostics.push(Diagnostic::new(
+                            "plugin-failed",
+                            format!("{} imports {spec}, which does not exist", file.display()),
+                            "fix the import path",
+                        ).at(&file)),
+                    }
+                }
+            }
+        }
+        p.digest = sha256_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_bytes())));
+        p
+    }
+
+    fn read_file(&mut self, path: &Path) -> std::io::Result<CachedFile> {
+        let meta = std::fs::metadata(path)?;
+        if !meta.is_file() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+        }
+        let mtime = meta.modified().ok();
+        if let Some(c) = self.cache.get(path) {
+            if c.size == meta.len() && c.mtime == mtime && mtime.is_some() {
+                return Ok(c.clone());
+            }
+        }
+        let too_large = meta.len() > MAX_ANALYZED_BYTES;
+        let (digest, facts) = if too_large {
+            (stream_digest(path)?, None)
+        } else {
+            let bytes = std::fs::read(path)?;
+            let digest = sha256_hex(&bytes);
+            let text = String::from_utf8_lossy(&bytes);
+            (digest, Some(analyze(path, &text)))
+        };
+        let c = CachedFile { size: meta.len(), mtime, digest, facts, too_large };
+        let _ = c.too_large;
+        self.cache.insert(path.to_path_buf(), c.clone());
+        Ok(c)
+    }
+}
+
+fn stream_digest(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("sha256:{}", hex::encode(h.finalize())))
+}
+
+/// A source being described; becomes a [`Source`] in [`finish`].
+#[derive(Default)]
+struct Pending {
+    files: Vec<PathBuf>,
+    exports: Vec<String>,
+    facts: FileFacts,
+    contents_unknown: bool,
+    install_scripts: BTreeSet<String>,
+    engines_opencode: Option<String>,
+    digest: String,
+    capabilities: Capabilities,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Pending {
+    fn merge(&mut self, f: &FileFacts) {
+        let t = &mut self.facts;
+        t.static_imports.extend(f.static_imports.iter().cloned());
+        t.dynamic_imports.extend(f.dynamic_imports.iter().cloned());
+        t.requires.extend(f.requires.iter().cloned());
+        t.computed_dynamic_import |= f.computed_dynamic_import;
+        t.bun_apis.extend(f.bun_apis.iter().cloned());
+        t.process.extend(f.process.iter().cloned());
+        t.network.extend(f.network.iter().cloned());
+        t.filesystem.extend(f.filesystem.iter().cloned());
+        t.environment.extend(f.environment.iter().cloned());
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    p: Pending,
+    kind: SourceKind,
+    scope: Scope,
+    origin: &Path,
+    entry: String,
+    spec: Option<String>,
+    options: Option<Value>,
+    order: usize,
+    location: &Path,
+) -> Source {
+    let mut caps = if p.files.is_empty() { p.capabilities } else { Capabilities::default() };
+    if !p.files.is_empty() {
+        caps.files = p.files;
+        caps.exports = p.exports;
+        let f = p.facts;
+        caps.imports_plugin_api = f.all_specifiers().any(|s| s == "@opencode-ai/plugin" || s.starts_with("@opencode-ai/plugin/"));
+        caps.packages = f
+            .all_specifiers()
+            .filter(|s| !s.starts_with('.') && !s.starts_with('/') && !s.starts_with("node:") && !s.starts_with("bun:") && !is_node_builtin(s) && *s != "bun")
+            .map(|s| package_name(s).to_string())
+            .collect();
+        caps.loads_computed_modules = f.computed_dynamic_import;
+        caps.bun_apis = f.bun_apis;
+        caps.process = f.process;
+        caps.network = f.network;
+        caps.filesystem = f.filesystem;
+        caps.environment = f.environment;
+    }
+    caps.install_scripts = p.install_scripts;
+    caps.engines_opencode = p.engines_opencode;
+    caps.contents_unknown |= p.contents_unknown;
+    if kind == SourceKind::StandaloneTool {
+        // set by the caller after exports are known
+    }
+    caps.describe();
+    let canonical = std::fs::canonicalize(location).unwrap_or_else(|_| location.to_path_buf());
+    let id = source_id(kind, scope, &canonical);
+    let capability_digest = caps.digest();
+    Source {
+        id,
+        kind,
+        scope,
+        origin: origin.to_path_buf(),
+        entry,
+        spec,
+        options,
+        order,
+        state: SourceState::PendingApproval,
+        digest: p.digest,
+        capability_digest,
+        capabilities: caps,
+        diagnostics: p.diagnostics,
+    }
+}
+
+/// `tool-hello-1a2b3c4d`: readable, typeable, stable for the same kind, scope and location.
+pub fn source_id(kind: SourceKind, scope: Scope, canonical: &Path) -> String {
+    let scope_s = match scope {
+        Scope::Global => "global",
+        Scope::Local => "local",
+    };
+    let key = format!("{}|{}|{}", kind.id_prefix(), scope_s, canonical.display());
+    let hash = &sha256_hex(key.as_bytes())["sha256:".len()..][..8];
+    let stem = match kind {
+        SourceKind::NpmPlugin | SourceKind::Mcp => canonical
+            .to_string_lossy()
+            .rsplit('#')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        _ => canonical.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+    };
+    let slug: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    let slug: String = slug.chars().take(40).collect();
+    if slug.is_empty() {
+        format!("{}-{hash}", kind.id_prefix())
+    } else {
+        format!("{}-{slug}-{hash}", kind.id_prefix())
+    }
+}
+
+fn package_name(spec: &str) -> &str {
+    let mut parts = spec.splitn(3, '/');
+    let first = parts.next().unwrap_or(spec);
+    if first.starts_with('@') {
+        match parts.next() {
+            Some(second) => &spec[..first.len() + 1 + second.len()],
+            None => spec,
+        }
+    } else {
+        first
+    }
+}
+
+fn is_node_builtin(s: &str) -> bool {
+    const BUILTINS: &[&str] = &[
+        "assert", "async_hooks", "buffer", "child_process", "cluster", "console", "crypto", "dgram", "dns", "events",
+        "fs", "fs/promises", "http", "http2", "https", "module", "net", "os", "path", "path/posix", "perf_hooks",
+        "process", "querystring", "readline", "stream", "stream/promises", "string_decoder", "timers", "timers/promises",
+        "tls", "tty", "url", "util", "v8", "vm", "worker_threads", "zlib",
+    ];
+    BUILTINS.contains(&s)
+}
+
+fn resolve_relative(from: &Path, spec: &str) -> Option<PathBuf> {
+    let base = from.parent()?.join(spec);
+    let base = crate::spec::normalize(&base);
+    if base.is_file() {
+        return Some(base);
+    }
+    // TypeScript sources often import `./x.js` meaning `./x.ts`.
+    if let Some(stem) = spec.strip_suffix(".js") {
+        let ts = crate::spec::normalize(&from.parent()?.join(format!("{stem}.ts")));
+        if ts.is_file() {
+            return Some(ts);
+        }
+    }
+    for ext in RESOLVE_EXTS {
+        let candidate = PathBuf::from(format!("{}.{ext}", base.display()));
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+    }
+    INDEX_FILES.iter().map(|i| base.join(i)).find(|c| c.is_file())
+}
+
+/// The entry OpenCode would import for a path spec (spec §2.2, §2.4): a directory with a
+/// package.json uses `exports["./server"]` then `main`, then `index.*`; a file next to a
+/// package.json with `main`/`exports["./server"]` is redirected there. Returns (entry, the
+/// source's root folder, diagnostics).
+fn resolve_file_entry(path: &Path) -> (Option<PathBuf>, PathBuf, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let (root, is_dir) = if path.is_dir() {
+        (path.to_path_buf(), true)
+    } else {
+        (path.parent().unwrap_or(Path::new("/")).to_path_buf(), false)
+    };
+    if !is_dir && !path.exists() {
+        diags.push(Diagnostic::new(
+            "plugin-failed",
+            format!("plugin file {} does not exist", path.display()),
+            "fix the path in the `plugin` list, or create the file",
+        ).at(path));
+        return (None, root, diags);
+    }
+    if let Some(pkg) = read_package_json(&root) {
+        if let Some(target) = server_entry(&pkg) {
+            let entry = crate::spec::normalize(&root.join(&target));
+            if !entry.starts_with(&root) {
+                diags.push(Diagnostic::new(
+                    "plugin-failed",
+                    format!("the entry {target} of {} points outside its package", root.display()),
+                    "fix `main`/`exports` in package.json; entries must stay inside the package",
+                ).at(root.join("package.json")));
+                return (None, root, diags);
+            }
+            return (Some(entry), root, diags);
+        }
+    }
+    if !is_dir {
+        return (Some(path.to_path_buf()), root, diags);
+    }
+    match INDEX_FILES.iter().map(|i| path.join(i)).find(|p| p.is_file()) {
+        Some(entry) => (Some(entry), root, diags),
+        None => {
+            diags.push(Diagnostic::new(
+                "plugin-failed",
+                format!("plugin folder {} has no package.json entry and no index.ts/tsx/js/mjs/cjs", path.display()),
+                "add an index file or a package.json with `main`",
+            ).at(path));
+            (None, root, diags)
+        }
+    }
+}
+
+fn read_package_json(dir: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// `exports["./server"]` (string, or its `import`/`default`), else `main`.
+pub fn server_entry(pkg: &Value) -> Option<String> {
+    if let Some(server) = pkg.get("exports").and_then(|e| e.get("./server")) {
+        let s = match server {
+            Value::String(s) => Some(s.clone()),
+            Value::Object(o) => o.get("import").or_else(|| o.get("default")).and_then(Value::as_str).map(str::to_string),
+            _ => None,
+        };
+        if s.is_some() {
+            return s;
+        }
+    }
+    pkg.get("main").and_then(Value::as_str).map(str::to_string)
+}
+
+fn apply_package_json(p: &mut Pending, pkg: &Value, root: &Path) {
+    if let Some(scripts) = pkg.get("scripts").and_then(Value::as_object) {
+        for hook in ["preinstall", "install", "postinstall", "prepare"] {
+            if scripts.contains_key(hook) {
+                p.install_scripts.insert(hook.to_string());
+            }
+        }
+    }
+    p.engines_opencode = pkg.get("engines").and_then(|e| e.get("opencode")).and_then(Value::as_str).map(str::to_string);
+    let mut parts = vec![("digest".to_string(), p.digest.clone())];
+    for f in ["package.json", "package-lock.json"] {
+        if let Ok(bytes) = std::fs::read(root.join(f)) {
+            parts.push((f.to_string(), sha256_hex(&bytes)));
+        }
+    }
+    p.digest = sha256_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_bytes())));
+}

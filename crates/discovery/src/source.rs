@@ -1,0 +1,208 @@
+//! The discovery result: sources, what each one could do, and diagnostics. These types are
+//! serialised into `berth sources --json` (schema in `docs/cli/sources.schema.json`).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    StandaloneTool,
+    FilePlugin,
+    NpmPlugin,
+    Mcp,
+}
+
+impl SourceKind {
+    pub fn id_prefix(self) -> &'static str {
+        match self {
+            SourceKind::StandaloneTool => "tool",
+            SourceKind::FilePlugin => "plugin",
+            SourceKind::NpmPlugin => "npm",
+            SourceKind::Mcp => "mcp",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    Global,
+    Local,
+}
+
+/// A source's place in DESIGN.md's state machine, as far as discovery can tell. Later stages
+/// (approval, preparation, the host) move it on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceState {
+    Discovered,
+    PendingApproval,
+    Preparing,
+    PendingActivation,
+    Active,
+    LoadFailed,
+    Paused,
+    Disabled,
+    PolicyLimited,
+    Unsupported,
+    IncompatibleVersion,
+}
+
+/// One problem, bound to a source or to the scan, with a stable code and a way out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub code: &'static str,
+    pub message: String,
+    pub recovery: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+}
+
+impl Diagnostic {
+    pub fn new(code: &'static str, message: impl Into<String>, recovery: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            message: message.into(),
+            recovery: recovery.into(),
+            path: None,
+        }
+    }
+
+    pub fn at(mut self, path: impl Into<PathBuf>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+}
+
+/// What a source could do, read statically. The approval plane keys on [`Capabilities::digest`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Capabilities {
+    /// Files the summary was read from (entry first, then relative imports).
+    pub files: Vec<PathBuf>,
+    /// Export names of the entry module.
+    pub exports: Vec<String>,
+    /// For standalone tools: the tool names the exports would give (`<file>`, `<file>_<export>`).
+    pub tools: Vec<String>,
+    /// Whether the entry imports `@opencode-ai/plugin` (the official helper).
+    pub imports_plugin_api: bool,
+    /// Bare (package) imports: the dependencies it needs.
+    pub packages: BTreeSet<String>,
+    /// `import(expr)` / `require(expr)` with a computed name: anything could be loaded.
+    pub loads_computed_modules: bool,
+    pub bun_apis: BTreeSet<String>,
+    pub process: BTreeSet<String>,
+    pub network: BTreeSet<String>,
+    pub filesystem: BTreeSet<String>,
+    pub environment: BTreeSet<String>,
+    /// package.json lifecycle scripts that npm would run (Berth never runs them).
+    pub install_scripts: BTreeSet<String>,
+    /// `engines.opencode` of the plugin's package.json.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engines_opencode: Option<String>,
+    /// True when the bytes are not on disk yet (npm packages before preparation).
+    pub contents_unknown: bool,
+    /// The summary in plain words, for the approval panel.
+    pub summary: Vec<String>,
+}
+
+impl Capabilities {
+    /// Fills `summary` from the fields.
+    pub fn describe(&mut self) {
+        let mut s = Vec::new();
+        let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
+        if self.contents_unknown {
+            s.push("Its code is not on this machine yet: what it can do is known after preparation.".to_string());
+        }
+        if !self.process.is_empty() {
+            s.push(format!("Starts programs or runs code ({})", join(&self.process)));
+        }
+        if !self.network.is_empty() {
+            s.push(format!("Uses the network ({})", join(&self.network)));
+        }
+        if !self.filesystem.is_empty() {
+            s.push(format!("Reads or writes files ({})", join(&self.filesystem)));
+        }
+        if !self.environment.is_empty() {
+            s.push(format!("Reads environment variables ({})", join(&self.environment)));
+        }
+        let bun_only: BTreeSet<String> = self
+            .bun_apis
+            .iter()
+            .filter(|a| !self.process.contains(*a) && !self.filesystem.contains(*a))
+            .cloned()
+            .collect();
+        if !bun_only.is_empty() {
+            s.push(format!("Needs Bun ({})", join(&bun_only)));
+        }
+        if !self.packages.is_empty() {
+            s.push(format!("Loads packages: {}", join(&self.packages)));
+        }
+        if self.loads_computed_modules {
+            s.push("Loads modules whose names are computed at run time".to_string());
+        }
+        if !self.install_scripts.is_empty() {
+            s.push(format!(
+                "Its package has install scripts ({}); Berth never runs them",
+                join(&self.install_scripts)
+            ));
+        }
+        if !self.tools.is_empty() {
+            s.push(format!("Offers tools: {}", self.tools.join(", ")));
+        }
+        if s.is_empty() {
+            s.push("Runs plain code with your user's rights; no powerful API is named in its source".into());
+        }
+        self.summary = s;
+    }
+
+    /// The digest approvals key on: what the source could reach before it is imported.
+    /// Literal strings, comments and formatting do not move it; a new API, package, install
+    /// script or tool does.
+    pub fn digest(&self) -> String {
+        let keyed = serde_json::json!({
+            "packages": self.packages,
+            "computed": self.loads_computed_modules,
+            "bun": self.bun_apis,
+            "process": self.process,
+            "network": self.network,
+            "filesystem": self.filesystem,
+            "environment": self.environment,
+            "install_scripts": self.install_scripts,
+            "tools": self.tools,
+            "unknown": self.contents_unknown,
+        });
+        crate::digest::sha256_hex(keyed.to_string().as_bytes())
+    }
+}
+
+/// One plugin, tool file or MCP server OpenCode would use, described without running it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Source {
+    /// Stable across runs: kind, scope and canonical location; safe to type.
+    pub id: String,
+    pub kind: SourceKind,
+    pub scope: Scope,
+    /// The config file or directory that contributed it.
+    pub origin: PathBuf,
+    /// The entry file, package spec or MCP server name.
+    pub entry: String,
+    /// The spec as written in config, when it came from config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    /// Options of a `[spec, options]` tuple.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<serde_json::Value>,
+    /// Position in OpenCode's load order (plugins) or tool scan order (tools).
+    pub order: usize,
+    pub state: SourceState,
+    /// `sha256:` of the bytes (entry and its relative imports; for packages, the spec until
+    /// prepared).
+    pub digest: String,
+    /// `sha256:` of the capability summary.
+    pub capability_digest: String,
+    pub capabilities: Capabilities,
+    pub diagnostics: Vec<Diagnostic>,
+}

@@ -1,0 +1,22 @@
+//! Berth's durable state: one SQLite file per data dir, in WAL mode, with numbered migrations
+//! (`PRAGMA user_version`) and a consistent online backup/restore.
+//!
+//! Owns: every SQL statement Berth runs. Other crates call typed methods and never see SQL.
+//! Must not: store secret values (there is no method that takes one), run plugin code, or
+//! delete a database it cannot read — a corrupt file is moved aside, never removed.
+//!
+//! ```no_run
+//! let opened = berth_store::Store::open(std::path::Path::new("/tmp/berth/berth.db")).unwrap();
+//! assert_eq!(opened.store.schema_version().unwrap(), berth_store::SCHEMA_VERSION);
+//! ```
+
+mod error;
+mod migrations;
+mod open;
+
+pub use error::StoreError;
+pub use migrations::SCHEMA_VERSION;
+pub use open::{Opened, Recovery, Store};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,307 @@
+//! Opening the store: WAL, busy timeout, migrations, the corrupt-file path, backup and restore.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::error::StoreError;
+use crate::migrations::{migrate, user_version, SCHEMA_VERSION};
+
+/// How long a writer waits for another process (the app and the CLI share one file).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection to one Berth database file.
+pub struct Store {
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
+}
+
+/// Something the person must be told about after opening.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recovery {
+    /// The file could not be read as a database; it was renamed to `moved_to` and a fresh
+    /// store was created in its place.
+    MovedAsideCorrupt { moved_to: PathBuf },
+}
+
+pub struct Opened {
+    pub store: Store,
+    pub recovery: Option<Recovery>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and brings it to [`SCHEMA_VERSION`].
+    ///
+    /// A file that is not a readable SQLite database is moved aside (never deleted) and a fresh
+    /// store is created; the returned [`Recovery`] says where the old file went. A file from a
+    /// newer Berth is left untouched and refused.
+    pub fn open(path: &Path) -> Result<Opened, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::DataDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        match Self::open_checked(path) {
+            Ok(store) => Ok(Opened {
+                store,
+                recovery: None,
+            }),
+            Err(OpenFailure::Corrupt) => {
+                let moved_to = move_aside(path)?;
+                tracing::warn!(from = %path.display(), to = %moved_to.display(), "database unreadable; moved aside");
+                let store = Self::open_checked(path).map_err(|f| f.into_error(path))?;
+                Ok(Opened {
+                    store,
+                    recovery: Some(Recovery::MovedAsideCorrupt { moved_to }),
+                })
+            }
+            Err(other) => Err(other.into_error(path)),
+        }
+    }
+
+    fn open_checked(path: &Path) -> Result<Store, OpenFailure> {
+        let mut conn = Connection::open(path).map_err(|e| OpenFailure::classify(e, path))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|e| OpenFailure::classify(e, path))?;
+        // Reading the schema is the first real read of the file: a corrupt file fails here.
+        let found = user_version(&conn).map_err(|e| OpenFailure::classify(e, path))?;
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
+            .map_err(|e| OpenFailure::classify(e, path))?;
+        if found > SCHEMA_VERSION {
+            return Err(OpenFailure::Future(found));
+        }
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+            .map_err(|e| OpenFailure::classify(e, path))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| OpenFailure::classify(e, path))?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(|e| OpenFailure::classify(e, path))?;
+        migrate(&mut conn, SCHEMA_VERSION).map_err(|e| OpenFailure::classify(e, path))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store
+            .ensure_meta()
+            .map_err(|e| OpenFailure::classify(e, path))?;
+        Ok(store)
+    }
+
+    fn ensure_meta(&self) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('created_at_ms', ?1)",
+            [now_ms().to_string()],
+        )?;
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        user_version(&self.conn).map_err(|e| self.err(e))
+    }
+
+    pub(crate) fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Writes a consistent copy of the whole store to `dest` (atomically: a temporary file in
+    /// the same folder, then a rename). Other writers may keep writing meanwhile; the copy is
+    /// the state of one transaction.
+    pub fn backup_to(&self, dest: &Path) -> Result<(), StoreError> {
+        let dir = dest
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::DataDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let tmp = dir.join(format!(
+            ".{}.partial-{}",
+            dest.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "berth-backup".into()),
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&tmp);
+        let tmp_str = tmp.to_str().ok_or_else(|| StoreError::DataDir {
+            path: tmp.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "path is not UTF-8"),
+        })?;
+        // VACUUM INTO reads inside one read transaction: a consistent snapshot, compacted.
+        self.conn
+            .execute("VACUUM INTO ?1", [tmp_str])
+            .map_err(|e| self.err(e))?;
+        std::fs::rename(&tmp, dest).map_err(|source| StoreError::DataDir {
+            path: dest.to_path_buf(),
+            source,
+        })?;
+        Ok(())
+    }
+
+    /// Replaces the store's contents with those of `src` (a file made by [`Store::backup_to`]),
+    /// in one step under the database lock, then migrates it up to this build's schema.
+    /// The current contents are unchanged if `src` is not a usable Berth backup.
+    pub fn restore_from(&mut self, src: &Path) -> Result<(), StoreError> {
+        let not = |reason: String| StoreError::NotRestorable {
+            path: src.to_path_buf(),
+            reason,
+        };
+        if !src.is_file() {
+            return Err(not("no such file".into()));
+        }
+        let source = Connection::open_with_flags(src, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(|e| not(e.to_string()))?;
+        let check: String = source
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(|e| not(e.to_string()))?;
+        if check != "ok" {
+            return Err(not(format!("integrity check: {check}")));
+        }
+        let version = user_version(&source).map_err(|e| not(e.to_string()))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::FutureVersion {
+                path: src.to_path_buf(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        let has_meta: Option<String> = source
+            .query_row(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name='meta'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| not(e.to_string()))?;
+        if version < 1 || has_meta.is_none() {
+            return Err(not("it holds no Berth schema".into()));
+        }
+        let path = self.path.clone();
+        let copied = rusqlite::backup::Backup::new(&source, &mut self.conn)
+            .and_then(|b| b.run_to_completion(i32::MAX, Duration::from_millis(10), None));
+        copied.map_err(|source| StoreError::Sqlite { path, source })?;
+        self.conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        migrate(&mut self.conn, SCHEMA_VERSION).map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// A change counter that moves when *another* connection (another process) commits.
+    /// Cheap: it reads no table.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [key, value],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+}
+
+enum OpenFailure {
+    Corrupt,
+    Future(i64),
+    Other(rusqlite::Error),
+    Io(std::io::Error),
+}
+
+impl OpenFailure {
+    fn classify(e: rusqlite::Error, path: &Path) -> Self {
+        use rusqlite::ErrorCode::*;
+        match e.sqlite_error_code() {
+            Some(NotADatabase) | Some(DatabaseCorrupt) => OpenFailure::Corrupt,
+            Some(ReadOnly) | Some(CannotOpen) | Some(PermissionDenied) => {
+                OpenFailure::Io(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!("{e} ({})", path.display()),
+                ))
+            }
+            _ => OpenFailure::Other(e),
+        }
+    }
+
+    fn into_error(self, path: &Path) -> StoreError {
+        match self {
+            OpenFailure::Corrupt => StoreError::Sqlite {
+                path: path.to_path_buf(),
+                source: rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+                    Some("still unreadable after moving the old file aside".into()),
+                ),
+            },
+            OpenFailure::Future(found) => StoreError::FutureVersion {
+                path: path.to_path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            },
+            OpenFailure::Other(source) => StoreError::Sqlite {
+                path: path.to_path_buf(),
+                source,
+            },
+            OpenFailure::Io(source) => StoreError::DataDir {
+                path: path.parent().unwrap_or(path).to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
+/// Renames the unreadable file (and its WAL/SHM companions) to `<name>.corrupt-<ms>`.
+fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
+    let stamp = now_ms();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "berth.db".into());
+    let target = path.with_file_name(format!("{name}.corrupt-{stamp}"));
+    std::fs::rename(path, &target).map_err(|source| StoreError::DataDir {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    for suffix in ["-wal", "-shm"] {
+        let companion = path.with_file_name(format!("{name}{suffix}"));
+        if companion.exists() {
+            let _ = std::fs::rename(&companion, target.with_file_name(format!("{name}.corrupt-{stamp}{suffix}")));
+        }
+    }
+    Ok(target)
+}
+
+#[cfg(test)]
+pub(crate) fn open_at_version(path: &Path, version: i64) -> Connection {
+    let mut conn = Connection::open(path).unwrap();
+    migrate(&mut conn, version).unwrap();
+    conn
+}

@@ -1,0 +1,147 @@
+//! Store behaviour: migrations, backup/restore under a live writer, and bad files.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::open::open_at_version;
+use crate::*;
+
+fn dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn migrates_an_empty_file_to_the_current_schema() {
+    let d = dir();
+    let opened = Store::open(&d.path().join("berth.db")).unwrap();
+    assert_eq!(opened.store.schema_version().unwrap(), SCHEMA_VERSION);
+    assert!(opened.recovery.is_none());
+    assert!(opened.store.meta("created_at_ms").unwrap().is_some());
+}
+
+#[test]
+fn migrates_from_every_earlier_version_keeping_data() {
+    for version in 0..SCHEMA_VERSION {
+        let d = dir();
+        let path = d.path().join("berth.db");
+        {
+            let conn = open_at_version(&path, version);
+            if version >= 1 {
+                conn.execute("INSERT INTO meta (key, value) VALUES ('kept', 'yes')", [])
+                    .unwrap();
+            }
+        }
+        let opened = Store::open(&path).unwrap();
+        assert_eq!(opened.store.schema_version().unwrap(), SCHEMA_VERSION, "from v{version}");
+        if version >= 1 {
+            assert_eq!(opened.store.meta("kept").unwrap().as_deref(), Some("yes"));
+        }
+    }
+}
+
+#[test]
+fn backup_while_a_writer_is_active_restores_a_consistent_state() {
+    let d = dir();
+    let path = d.path().join("berth.db");
+    Store::open(&path).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (path, stop) = (path.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut store = Store::open(&path).unwrap().store;
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                // Two keys written in one transaction: a consistent copy always has them equal.
+                let tx = store.conn.transaction().unwrap();
+                for key in ["pair_a", "pair_b"] {
+                    tx.execute(
+                        "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                        rusqlite::params![key, n.to_string()],
+                    )
+                    .unwrap();
+                }
+                tx.commit().unwrap();
+            }
+            n
+        })
+    };
+    // Wait until the writer has committed at least once (the event, not a sleep).
+    let reader = Store::open(&path).unwrap().store;
+    while reader.meta("pair_a").unwrap().is_none() {
+        std::thread::yield_now();
+    }
+    let backups: Vec<_> = (0..5)
+        .map(|i| {
+            let file = d.path().join(format!("copy-{i}.db"));
+            reader.backup_to(&file).unwrap();
+            file
+        })
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    assert!(written > 0);
+
+    let mut target = Store::open(&d.path().join("restored.db")).unwrap().store;
+    for file in backups {
+        target.restore_from(&file).unwrap();
+        let a = target.meta("pair_a").unwrap();
+        assert!(a.is_some());
+        assert_eq!(a, target.meta("pair_b").unwrap(), "torn copy in {}", file.display());
+        assert_eq!(target.schema_version().unwrap(), SCHEMA_VERSION);
+    }
+}
+
+#[test]
+fn restore_refuses_a_file_that_is_not_a_backup_and_keeps_the_store() {
+    let d = dir();
+    let mut store = Store::open(&d.path().join("berth.db")).unwrap().store;
+    store.set_meta("mine", "1").unwrap();
+    let junk = d.path().join("junk.db");
+    std::fs::write(&junk, b"definitely not sqlite").unwrap();
+    let err = store.restore_from(&junk).unwrap_err();
+    assert!(matches!(err, StoreError::NotRestorable { .. }), "{err}");
+    assert_eq!(store.meta("mine").unwrap().as_deref(), Some("1"));
+}
+
+#[test]
+fn a_corrupt_file_is_moved_aside_never_deleted() {
+    let d = dir();
+    let path = d.path().join("berth.db");
+    let garbage = vec![0x5au8; 8192];
+    std::fs::write(&path, &garbage).unwrap();
+    let opened = Store::open(&path).unwrap();
+    let Some(Recovery::MovedAsideCorrupt { moved_to }) = opened.recovery else {
+        panic!("expected a recovery notice");
+    };
+    assert_eq!(std::fs::read(&moved_to).unwrap(), garbage);
+    assert_eq!(opened.store.schema_version().unwrap(), SCHEMA_VERSION);
+}
+
+#[test]
+fn a_database_from_a_newer_berth_is_refused_and_untouched() {
+    let d = dir();
+    let path = d.path().join("berth.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 7).unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let err = Store::open(&path).err().expect("must refuse");
+    assert_eq!(err.code(), "incompatible-version");
+    assert!(err.to_string().contains(&path.display().to_string()));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn a_data_dir_under_a_regular_file_is_reported_with_its_path() {
+    let d = dir();
+    let file = d.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    let err = Store::open(&file.join("data").join("berth.db"))
+        .err()
+        .expect("must fail");
+    assert_eq!(err.code(), "action-required");
+    assert!(err.to_string().contains("plain-file"), "{err}");
+}

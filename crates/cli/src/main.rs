@@ -1,0 +1,146 @@
+//! `berth`: parse the command line, call the runtime, print the result. No rules live here.
+//!
+//! With `--json` every command prints exactly one JSON document on stdout; exit code 0 on
+//! success, 1 when the operation failed (stdout holds `{"error": …}`), 2 when the command line
+//! was wrong.
+
+mod output;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use berth_discovery::OpencodeEnv;
+use berth_runtime::{code, default_data_dir, Berth, BerthError, BerthOptions};
+use clap::{Parser, Subcommand};
+
+use output::Out;
+
+#[derive(Parser, Debug)]
+#[command(name = "berth", version, about = "Host OpenCode plugins and tools, governed and visible")]
+struct Cli {
+    /// Berth's state folder (default: $XDG_DATA_HOME/berth).
+    #[arg(long, global = true, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// The workspace (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Print exactly one JSON document on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Use no external plugins (as `opencode --pure`).
+    #[arg(long, global = true)]
+    pure: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The status snapshot the app renders.
+    Status,
+    /// Discovered plugins, tools and MCP servers, without running any of them.
+    Sources,
+    /// Write a consistent copy of Berth's store to FILE.
+    Backup { file: PathBuf },
+    /// Replace Berth's store with the contents of FILE (made by `berth backup`).
+    Restore { file: PathBuf },
+    /// Serve the status page and local API on loopback (token-protected).
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
+        addr: SocketAddr,
+    },
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let wants_json = argv.iter().any(|a| a == "--json");
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind::*;
+            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+                let _ = e.print();
+                return if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            }
+            if wants_json {
+                let err = BerthError::new(code::INVALID_ARGUMENTS, "cli", e.kind().to_string(), "run `berth --help` for the usage");
+                output::print_json(&serde_json::json!({ "error": err }));
+            }
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    let out = Out { json: cli.json };
+    match run(cli, &out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            out.error(&e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn open(cli: &Cli) -> Result<Berth, BerthError> {
+    let mut env = OpencodeEnv::from_process();
+    env.pure_flag = cli.pure;
+    let data_dir = cli.data_dir.clone().unwrap_or_else(|| default_data_dir(&env));
+    let data_dir = if data_dir.is_absolute() { data_dir } else { env.cwd.join(data_dir) };
+    let project = cli.project.clone().unwrap_or_else(|| env.cwd.clone());
+    let log_file = berth_runtime::logging::init(&data_dir, "warn").ok();
+    Berth::open(BerthOptions { data_dir, project, env, log_file })
+}
+
+fn run(cli: Cli, out: &Out) -> Result<(), BerthError> {
+    let berth = open(&cli)?;
+    match &cli.command {
+        Command::Status => out.status(&berth.status()),
+        Command::Sources => out.sources(&berth.status()),
+        Command::Backup { file } => {
+            berth.backup(file)?;
+            let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+            out.done(serde_json::json!({ "backup": { "path": absolute(file), "bytes": bytes } }), &format!("backup written to {} ({bytes} bytes)", file.display()));
+        }
+        Command::Restore { file } => {
+            berth.restore(file)?;
+            out.done(serde_json::json!({ "restored": { "from": absolute(file) } }), &format!("store restored from {}", file.display()));
+        }
+        Command::Serve { addr } => serve(berth, *addr, out)?,
+    }
+    Ok(())
+}
+
+fn absolute(p: &std::path::Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| BerthError::new(code::TEMPORARILY_UNAVAILABLE, "serve", format!("cannot start the async runtime: {e}"), "retry"))?;
+    rt.block_on(async move {
+        let server = berth_runtime::serve::Server::bind(berth.clone(), addr).await?;
+        let _watch = berth_runtime::watch::watch(berth.clone()).map_err(|e| {
+            BerthError::new(code::TEMPORARILY_UNAVAILABLE, "discovery", format!("cannot watch the config folders: {e}"), "raise the inotify watch limit, or restart Berth")
+        })?;
+        out.done(
+            serde_json::json!({ "serve": { "url": server.url(), "addr": server.local_addr().to_string() } }),
+            &format!("Berth status page: {}", server.url()),
+        );
+        server
+            .run(shutdown_signal())
+            .await
+            .map_err(|e| BerthError::new(code::TEMPORARILY_UNAVAILABLE, "serve", format!("the server stopped: {e}"), "restart `berth serve`"))
+    })
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = term.recv() => {},
+    }
+}

@@ -1,0 +1,199 @@
+//! `Berth`: the runtime facade the CLI, the desktop shell and the page server share. It owns
+//! the store, the scanner and the current status snapshot, and publishes snapshot changes.
+//!
+//! Invariant: callers never wait on a plugin, an install or a hook to read the status — the
+//! snapshot is computed from files and the store only.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+use berth_discovery::{OpencodeEnv, Scanner};
+use berth_store::{Recovery, Store};
+use tokio::sync::broadcast;
+
+use crate::error::{code, BerthError};
+use crate::runtimes::{self, RuntimeInfo};
+use crate::snapshot::*;
+
+/// How Berth is started.
+#[derive(Debug, Clone)]
+pub struct BerthOptions {
+    pub data_dir: PathBuf,
+    pub project: PathBuf,
+    pub env: OpencodeEnv,
+    pub log_file: Option<PathBuf>,
+}
+
+/// The default data dir: `$XDG_DATA_HOME/berth`, else `~/.local/share/berth`.
+pub fn default_data_dir(env: &OpencodeEnv) -> PathBuf {
+    env.data_home().join("berth")
+}
+
+#[derive(Clone)]
+pub struct Berth {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: BerthOptions,
+    /// One connection per process; SQLite serialises with other processes (WAL + busy timeout).
+    store: Mutex<Store>,
+    store_info: StoreInfo,
+    /// Per-file parse cache lives here, so rescans only re-read what changed.
+    scanner: Mutex<Scanner>,
+    runtimes: Vec<RuntimeInfo>,
+    current: RwLock<Arc<StatusSnapshot>>,
+    /// Content fingerprint of `current`, to publish only real changes.
+    fingerprint: Mutex<String>,
+    events: broadcast::Sender<StatusEvent>,
+}
+
+impl Berth {
+    /// Opens the store (migrating it), scans the project once and builds the first snapshot.
+    pub fn open(options: BerthOptions) -> Result<Berth, BerthError> {
+        std::fs::create_dir_all(&options.data_dir).map_err(|e| {
+            BerthError::new(
+                code::ACTION_REQUIRED,
+                "store",
+                format!("cannot create the data directory {}: {e}", options.data_dir.display()),
+                format!("make {} writable, or pass another folder with --data-dir", options.data_dir.display()),
+            )
+        })?;
+        let opened = Store::open(&options.data_dir.join("berth.db"))?;
+        let moved_aside = match &opened.recovery {
+            Some(Recovery::MovedAsideCorrupt { moved_to }) => Some(moved_to.clone()),
+            None => None,
+        };
+        let store_info = StoreInfo {
+            path: opened.store.path().to_path_buf(),
+            schema_version: opened.store.schema_version()?,
+            moved_aside,
+        };
+        let runtimes = runtimes::probe_all();
+        let (events, _) = broadcast::channel(64);
+        let berth = Berth {
+            inner: Arc::new(Inner {
+                store: Mutex::new(opened.store),
+                store_info,
+                scanner: Mutex::new(Scanner::new()),
+                runtimes,
+                current: RwLock::new(Arc::new(placeholder(&options))),
+                fingerprint: Mutex::new(String::new()),
+                events,
+                options,
+            }),
+        };
+        berth.rescan();
+        Ok(berth)
+    }
+
+    pub fn options(&self) -> &BerthOptions {
+        &self.inner.options
+    }
+
+    /// The current snapshot (cheap: a shared pointer).
+    pub fn status(&self) -> Arc<StatusSnapshot> {
+        self.inner.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<StatusEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Re-reads the config graph and publishes an event if anything changed.
+    pub fn rescan(&self) -> Option<StatusEvent> {
+        let o = &self.inner.options;
+        let discovery = {
+            let mut scanner = self.inner.scanner.lock().unwrap_or_else(|p| p.into_inner());
+            scanner.scan(&o.env, &o.project)
+        };
+        let g = &discovery.graph;
+        let fingerprint = berth_discovery::sha256_hex(
+            serde_json::json!([g.dirs, g.files, discovery.sources, g.diagnostics, g.pure]).to_string().as_bytes(),
+        );
+        let mut fp = self.inner.fingerprint.lock().unwrap_or_else(|p| p.into_inner());
+        if *fp == fingerprint {
+            return None;
+        }
+        *fp = fingerprint;
+        let old = self.status();
+        let snapshot = Arc::new(StatusSnapshot {
+            berth: BerthInfo {
+                version: env!("CARGO_PKG_VERSION"),
+                data_dir: o.data_dir.clone(),
+                store: self.inner.store_info.clone(),
+                log_file: o.log_file.clone(),
+            },
+            project: ProjectInfo { directory: g.directory.clone(), worktree: g.worktree.clone(), has_git: g.has_git },
+            config_dirs: g.dirs.clone(),
+            config_files: g.files.clone(),
+            pure: g.pure.clone(),
+            runtimes: self.inner.runtimes.clone(),
+            counts: Counts::of(&discovery.sources),
+            diagnostics: g.diagnostics.clone(),
+            sources: discovery.sources,
+            revision: old.revision + 1,
+        });
+        let event = StatusEvent { revision: snapshot.revision, diff: SnapshotDiff::between(&old, &snapshot), snapshot: snapshot.clone() };
+        *self.inner.current.write().unwrap_or_else(|p| p.into_inner()) = snapshot;
+        drop(fp);
+        let _ = self.inner.events.send(event.clone());
+        tracing::info!(revision = event.revision, added = event.diff.added.len(), removed = event.diff.removed.len(), changed = event.diff.changed.len(), "snapshot changed");
+        Some(event)
+    }
+
+    /// The folders a watcher should observe for the current graph.
+    pub fn watch_roots(&self) -> Vec<PathBuf> {
+        let s = self.status();
+        let mut roots: Vec<PathBuf> = s.config_dirs.iter().map(|d| d.path.clone()).collect();
+        for d in &s.config_dirs {
+            for sub in ["plugin", "plugins", "tool", "tools"] {
+                roots.push(d.path.join(sub));
+            }
+        }
+        roots.extend(s.config_files.iter().filter_map(|f| f.path.parent().map(Path::to_path_buf)));
+        for src in &s.sources {
+            roots.extend(src.capabilities.files.iter().filter_map(|f| f.parent().map(Path::to_path_buf)));
+        }
+        roots.sort();
+        roots.dedup();
+        roots.retain(|r| r.is_absolute());
+        roots
+    }
+
+    pub fn backup(&self, dest: &Path) -> Result<(), BerthError> {
+        let store = self.inner.store.lock().unwrap_or_else(|p| p.into_inner());
+        store.backup_to(dest).map_err(Into::into)
+    }
+
+    pub fn restore(&self, src: &Path) -> Result<(), BerthError> {
+        let mut store = self.inner.store.lock().unwrap_or_else(|p| p.into_inner());
+        store.restore_from(src).map_err(Into::into)
+    }
+
+    /// Runs `f` with the store (for capabilities that keep state).
+    pub fn with_store<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        let store = self.inner.store.lock().unwrap_or_else(|p| p.into_inner());
+        f(&store)
+    }
+}
+
+fn placeholder(o: &BerthOptions) -> StatusSnapshot {
+    StatusSnapshot {
+        berth: BerthInfo {
+            version: env!("CARGO_PKG_VERSION"),
+            data_dir: o.data_dir.clone(),
+            store: StoreInfo { path: PathBuf::new(), schema_version: 0, moved_aside: None },
+            log_file: None,
+        },
+        project: ProjectInfo { directory: o.project.clone(), worktree: o.project.clone(), has_git: false },
+        config_dirs: vec![],
+        config_files: vec![],
+        pure: berth_discovery::Switch::Off,
+        runtimes: vec![],
+        sources: vec![],
+        counts: Counts::default(),
+        diagnostics: vec![],
+        revision: 0,
+    }
+}

@@ -1,0 +1,166 @@
+//! The loopback page and API behind `berth serve`: the same `ui/` the desktop app renders, the
+//! status snapshot, and a server-sent event stream of snapshot changes.
+//!
+//! Every `/api/*` request needs the per-start token (header `Authorization: Bearer …` or
+//! `?token=`), and the Host header must name the loopback address (no DNS rebinding). Must
+//! not: bind anything but a loopback address.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use futures_util::stream::Stream;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::StreamExt;
+
+use crate::engine::Berth;
+use crate::error::{code, BerthError};
+
+/// The page, embedded so the binary is self-contained. The desktop shell embeds the same files.
+const INDEX_HTML: &str = include_str!("../../../ui/index.html");
+const APP_JS: &str = include_str!("../../../ui/app.js");
+const STYLE_CSS: &str = include_str!("../../../ui/style.css");
+
+#[derive(Clone)]
+struct AppState {
+    berth: Berth,
+    token: String,
+    port: u16,
+}
+
+/// A bound, not yet running, server.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    state: AppState,
+}
+
+impl Server {
+    /// Binds `addr` (loopback only) with a fresh random token.
+    pub async fn bind(berth: Berth, addr: SocketAddr) -> Result<Server, BerthError> {
+        if !addr.ip().is_loopback() {
+            return Err(BerthError::new(
+                code::POLICY_LIMITED,
+                "serve",
+                format!("{addr} is not a loopback address; the page and API are served on loopback only"),
+                "use --addr 127.0.0.1:PORT",
+            ));
+        }
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "serve",
+                format!("cannot listen on {addr}: {e}"),
+                if e.kind() == std::io::ErrorKind::AddrInUse {
+                    format!("port {} is in use: pick another with --addr 127.0.0.1:PORT, or stop the program using it", addr.port())
+                } else {
+                    "pick another address with --addr 127.0.0.1:PORT".to_string()
+                },
+            )
+        })?;
+        let port = listener.local_addr().map(|a| a.port()).unwrap_or(addr.port());
+        Ok(Server { listener, state: AppState { berth, token: new_token(), port } })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("bound listener has an address")
+    }
+
+    pub fn token(&self) -> &str {
+        &self.state.token
+    }
+
+    /// The URL a person opens (carries the token).
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.local_addr(), self.state.token)
+    }
+
+    /// Serves until `shutdown` resolves.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+        let api = Router::new()
+            .route("/api/status", get(status))
+            .route("/api/events", get(events))
+            .route_layer(middleware::from_fn_with_state(self.state.clone(), require_token));
+        let app = Router::new()
+            .route("/", get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }))
+            .route("/index.html", get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }))
+            .route("/app.js", get(|| async { page(APP_JS, "text/javascript; charset=utf-8") }))
+            .route("/style.css", get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }))
+            .merge(api)
+            .layer(middleware::from_fn_with_state(self.state.clone(), require_loopback_host))
+            .with_state(self.state);
+        axum::serve(self.listener, app).with_graceful_shutdown(shutdown).await
+    }
+}
+
+fn page(body: &'static str, mime: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, mime),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::HeaderName::from_static("content-security-policy"), "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'"),
+            (header::HeaderName::from_static("x-content-type-options"), "nosniff"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+fn new_token() -> String {
+    let mut bytes = [0u8; 24];
+    getrandom::fill(&mut bytes).expect("the OS random source is available");
+    hex::encode(bytes)
+}
+
+fn refuse(status: StatusCode, code: &'static str, message: &str, recovery: &str) -> Response {
+    let err = BerthError::new(code, "serve", message, recovery);
+    (status, Json(serde_json::json!({ "error": err }))).into_response()
+}
+
+async fn require_loopback_host(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let ok = [format!("127.0.0.1:{}", s.port), format!("localhost:{}", s.port), format!("[::1]:{}", s.port)];
+    if !ok.iter().any(|h| h == host) {
+        return refuse(StatusCode::FORBIDDEN, code::POLICY_LIMITED, "the Host header does not name this loopback server", "open the URL printed by `berth serve`");
+    }
+    next.run(req).await
+}
+
+async fn require_token(State(s): State<AppState>, req: Request, next: Next) -> Response {
+    if token_of(req.headers(), req.uri().query()).is_some_and(|t| constant_time_eq(t.as_bytes(), s.token.as_bytes())) {
+        next.run(req).await
+    } else {
+        refuse(StatusCode::UNAUTHORIZED, code::ACTION_REQUIRED, "missing or wrong token", "open the URL printed by `berth serve`; it carries the token")
+    }
+}
+
+fn token_of<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
+    if let Some(v) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        return v.strip_prefix("Bearer ");
+    }
+    query?.split('&').find_map(|kv| kv.strip_prefix("token="))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn status(State(s): State<AppState>) -> impl IntoResponse {
+    Json(serde_json::to_value(&*s.berth.status()).unwrap_or_default())
+}
+
+/// `status` events carry the whole snapshot; the first one is sent at once.
+async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let first = s.berth.status();
+    let initial = tokio_stream::once(Ok(Event::default().event("status").data(serde_json::to_string(&*first).unwrap_or_default())));
+    let updates = BroadcastStream::new(s.berth.subscribe()).filter_map(|ev| {
+        ev.ok().map(|ev| Ok(Event::default().event("status").data(serde_json::to_string(&*ev.snapshot).unwrap_or_default())))
+    });
+    Sse::new(initial.chain(updates)).keep_alive(KeepAlive::new().interval(Duration::from_secs(30)))
+}

@@ -1,0 +1,112 @@
+//! The status snapshot: everything the status page, `berth status` and the desktop app show,
+//! as one serialisable document (schema: `docs/cli/status.schema.json`).
+
+use std::path::PathBuf;
+
+use berth_discovery::{ConfigDir, ConfigFile, Diagnostic, Source, SourceState, Switch};
+use serde::Serialize;
+
+use crate::runtimes::RuntimeInfo;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusSnapshot {
+    pub berth: BerthInfo,
+    pub project: ProjectInfo,
+    /// The OpenCode config folders looked at, in OpenCode's order.
+    pub config_dirs: Vec<ConfigDir>,
+    /// The OpenCode config files looked at, in the order they apply.
+    pub config_files: Vec<ConfigFile>,
+    pub pure: Switch,
+    pub runtimes: Vec<RuntimeInfo>,
+    pub sources: Vec<Source>,
+    pub counts: Counts,
+    /// Graph-level diagnostics (source-level ones sit on each source).
+    pub diagnostics: Vec<Diagnostic>,
+    /// Moves whenever anything above changes.
+    pub revision: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BerthInfo {
+    pub version: &'static str,
+    pub data_dir: PathBuf,
+    pub store: StoreInfo,
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreInfo {
+    pub path: PathBuf,
+    pub schema_version: i64,
+    /// Set when a corrupt database was moved aside at start: where it went.
+    pub moved_aside: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectInfo {
+    pub directory: PathBuf,
+    pub worktree: PathBuf,
+    pub has_git: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub sources: usize,
+    pub pending_approval: usize,
+    pub active: usize,
+    pub failed: usize,
+    pub unsupported: usize,
+}
+
+impl Counts {
+    pub fn of(sources: &[Source]) -> Counts {
+        let mut c = Counts { sources: sources.len(), ..Counts::default() };
+        for s in sources {
+            match s.state {
+                SourceState::PendingApproval | SourceState::PendingActivation => c.pending_approval += 1,
+                SourceState::Active => c.active += 1,
+                SourceState::LoadFailed | SourceState::Paused | SourceState::IncompatibleVersion => c.failed += 1,
+                SourceState::Unsupported | SourceState::PolicyLimited => c.unsupported += 1,
+                _ => {}
+            }
+        }
+        c
+    }
+}
+
+/// What changed between two snapshots, by source id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SnapshotDiff {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<String>,
+}
+
+impl SnapshotDiff {
+    pub fn between(old: &StatusSnapshot, new: &StatusSnapshot) -> SnapshotDiff {
+        let mut d = SnapshotDiff::default();
+        for s in &new.sources {
+            match old.sources.iter().find(|o| o.id == s.id) {
+                None => d.added.push(s.id.clone()),
+                Some(o) if o.digest != s.digest || o.state != s.state || o.order != s.order || o.diagnostics != s.diagnostics => {
+                    d.changed.push(s.id.clone())
+                }
+                _ => {}
+            }
+        }
+        for o in &old.sources {
+            if !new.sources.iter().any(|s| s.id == o.id) {
+                d.removed.push(o.id.clone());
+            }
+        }
+        d
+    }
+}
+
+/// Sent to the UI and `serve` clients when the snapshot changes.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusEvent {
+    pub revision: u64,
+    pub diff: SnapshotDiff,
+    pub snapshot: std::sync::Arc<StatusSnapshot>,
+}

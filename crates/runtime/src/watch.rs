@@ -1,0 +1,106 @@
+//! Watches the config graph with `notify` and rescans on change (debounced). A change in a
+//! folder that does not exist yet is seen through its nearest existing ancestor.
+//!
+//! Owns: the watcher thread. Must not: poll — an idle Berth does no work.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use notify::{RecursiveMode, Watcher};
+
+use crate::engine::Berth;
+
+/// Quiet time after the last file event before a rescan.
+pub const DEBOUNCE: Duration = Duration::from_millis(60);
+
+/// Stops the watcher when dropped.
+pub struct WatchHandle {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        self.stop.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+enum Msg {
+    Fs,
+    Stop,
+}
+
+/// Starts watching `berth`'s graph.
+pub fn watch(berth: Berth) -> notify::Result<WatchHandle> {
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let fs_tx = tx.clone();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            if !matches!(ev.kind, notify::EventKind::Access(_)) {
+                let _ = fs_tx.send(Msg::Fs);
+            }
+        }
+    })?;
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let stop_fwd = tx;
+    // The stop channel closing (handle dropped) wakes the loop.
+    std::thread::spawn(move || {
+        let _ = stop_rx.recv();
+        let _ = stop_fwd.send(Msg::Stop);
+    });
+    let thread = std::thread::Builder::new().name("berth-watch".into()).spawn(move || {
+        let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
+        rewatch(&mut watcher, &mut watched, &berth);
+        while let Ok(msg) = rx.recv() {
+            if matches!(msg, Msg::Stop) {
+                break;
+            }
+            // Debounce: wait until the burst is over.
+            loop {
+                match rx.recv_timeout(DEBOUNCE) {
+                    Ok(Msg::Fs) => continue,
+                    Ok(Msg::Stop) => return,
+                    Err(mpsc::RecvTimeoutError::Timeout) => break,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            // Watch new folders first, so a file created right after its folder is not missed,
+            // then rescan, then follow whatever the new graph names.
+            rewatch(&mut watcher, &mut watched, &berth);
+            if berth.rescan().is_some() {
+                rewatch(&mut watcher, &mut watched, &berth);
+            }
+        }
+    })?;
+    Ok(WatchHandle { stop: Some(stop_tx), thread: Some(thread) })
+}
+
+/// Watches every root that exists, and the nearest existing ancestor of every root that does
+/// not (so that its creation is noticed). Non-recursive: OpenCode reads these folders flat.
+fn rewatch(watcher: &mut impl Watcher, watched: &mut BTreeSet<PathBuf>, berth: &Berth) {
+    let mut wanted = BTreeSet::new();
+    for root in berth.watch_roots() {
+        wanted.insert(nearest_existing(&root));
+    }
+    for gone in watched.difference(&wanted).cloned().collect::<Vec<_>>() {
+        let _ = watcher.unwatch(&gone);
+        watched.remove(&gone);
+    }
+    for new in wanted.difference(&watched.clone()).cloned().collect::<Vec<_>>() {
+        match watcher.watch(&new, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                watched.insert(new);
+            }
+            Err(e) => tracing::warn!(path = %new.display(), error = %e, "cannot watch folder"),
+        }
+    }
+}
+
+fn nearest_existing(p: &Path) -> PathBuf {
+    p.ancestors().find(|a| a.is_dir()).unwrap_or(Path::new("/")).to_path_buf()
+}

@@ -1,0 +1,8 @@
+fn main() {
+    // The config lives at the workspace top (design card); the app's own commands are declared
+    // so that capabilities/default.json can grant exactly them to the main window.
+    let attrs = tauri_build::Attributes::new()
+        .config_path("../tauri.conf.json")
+        .app_manifest(tauri_build::AppManifest::new().commands(&["status"]));
+    tauri_build::try_build(attrs).expect("failed to run tauri-build");
+}

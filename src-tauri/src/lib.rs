@@ -1,0 +1,79 @@
+//! Berth's desktop shell: opens the window, hands it the runtime's status snapshot through one
+//! Tauri command, and forwards snapshot changes as `status-changed` events.
+//!
+//! Invariant: no business rules here — everything the window shows comes from
+//! `berth-runtime`, exactly as `berth status` and `berth serve` show it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use berth_discovery::OpencodeEnv;
+use berth_runtime::{default_data_dir, Berth, BerthOptions, StatusSnapshot};
+use tauri::{Emitter, Manager};
+
+/// Command-line options of the app (`--data-dir DIR`, `--project DIR`, `--pure`).
+#[derive(Debug, Default)]
+struct AppArgs {
+    data_dir: Option<PathBuf>,
+    project: Option<PathBuf>,
+    pure: bool,
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> AppArgs {
+    let mut out = AppArgs::default();
+    let mut it = args.skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--data-dir" => out.data_dir = it.next().map(PathBuf::from),
+            "--project" => out.project = it.next().map(PathBuf::from),
+            "--pure" => out.pure = true,
+            _ => {}
+        }
+    }
+    out
+}
+
+#[tauri::command]
+fn status(berth: tauri::State<'_, Berth>) -> Arc<StatusSnapshot> {
+    berth.status()
+}
+
+pub fn run() {
+    let args = parse_args(std::env::args());
+    let mut env = OpencodeEnv::from_process();
+    env.pure_flag = args.pure;
+    let data_dir = args.data_dir.unwrap_or_else(|| default_data_dir(&env));
+    let project = args.project.unwrap_or_else(|| env.cwd.clone());
+    let log_file = berth_runtime::logging::init(&data_dir, "warn").ok();
+    let berth = match Berth::open(BerthOptions { data_dir, project, env, log_file }) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("berth-app: {} [{}]\n  what to do: {}", e.message, e.code, e.recovery);
+            std::process::exit(1);
+        }
+    };
+
+    tauri::Builder::default()
+        .manage(berth.clone())
+        .invoke_handler(tauri::generate_handler![status])
+        .setup(move |app| {
+            let handle = app.handle().clone();
+            let mut events = berth.subscribe();
+            // Forward snapshot changes to the window; the thread ends with the channel.
+            std::thread::Builder::new().name("berth-events".into()).spawn(move || {
+                while let Ok(ev) = events.blocking_recv() {
+                    if let Err(e) = handle.emit("status-changed", &ev) {
+                        tracing::warn!(error = %e, "cannot forward a status event to the window");
+                    }
+                }
+            })?;
+            let watcher = berth_runtime::watch::watch(berth.clone())?;
+            app.manage(WatchGuard(std::sync::Mutex::new(Some(watcher))));
+            Ok(())
+        })
+        .run(tauri::generate_context!("../tauri.conf.json"))
+        .expect("error while running the Berth window");
+}
+
+/// Keeps the watcher alive as long as the app.
+struct WatchGuard(#[allow(dead_code)] std::sync::Mutex<Option<berth_runtime::watch::WatchHandle>>);

@@ -45,10 +45,18 @@ pub fn run() {
     let data_dir = args.data_dir.unwrap_or_else(|| default_data_dir(&env));
     let project = args.project.unwrap_or_else(|| env.cwd.clone());
     let log_file = berth_runtime::logging::init(&data_dir, "warn").ok();
-    let berth = match Berth::open(BerthOptions { data_dir, project, env, log_file }) {
+    let berth = match Berth::open(BerthOptions {
+        data_dir,
+        project,
+        env,
+        log_file,
+    }) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("berth-app: {} [{}]\n  what to do: {}", e.message, e.code, e.recovery);
+            eprintln!(
+                "berth-app: {} [{}]\n  what to do: {}",
+                e.message, e.code, e.recovery
+            );
             std::process::exit(1);
         }
     };

@@ -17,7 +17,11 @@ use clap::{Parser, Subcommand};
 use output::Out;
 
 #[derive(Parser, Debug)]
-#[command(name = "berth", version, about = "Host OpenCode plugins and tools, governed and visible")]
+#[command(
+    name = "berth",
+    version,
+    about = "Host OpenCode plugins and tools, governed and visible"
+)]
 struct Cli {
     /// Berth's state folder (default: $XDG_DATA_HOME/berth).
     #[arg(long, global = true, value_name = "DIR")]
@@ -59,12 +63,24 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind::*;
-            if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+            if matches!(
+                e.kind(),
+                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
                 let _ = e.print();
-                return if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { ExitCode::from(2) } else { ExitCode::SUCCESS };
+                return if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
             }
             if wants_json {
-                let err = BerthError::new(code::INVALID_ARGUMENTS, "cli", e.kind().to_string(), "run `berth --help` for the usage");
+                let err = BerthError::new(
+                    code::INVALID_ARGUMENTS,
+                    "cli",
+                    e.kind().to_string(),
+                    "run `berth --help` for the usage",
+                );
                 output::print_json(&serde_json::json!({ "error": err }));
             }
             let _ = e.print();
@@ -84,11 +100,23 @@ fn main() -> ExitCode {
 fn open(cli: &Cli) -> Result<Berth, BerthError> {
     let mut env = OpencodeEnv::from_process();
     env.pure_flag = cli.pure;
-    let data_dir = cli.data_dir.clone().unwrap_or_else(|| default_data_dir(&env));
-    let data_dir = if data_dir.is_absolute() { data_dir } else { env.cwd.join(data_dir) };
+    let data_dir = cli
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| default_data_dir(&env));
+    let data_dir = if data_dir.is_absolute() {
+        data_dir
+    } else {
+        env.cwd.join(data_dir)
+    };
     let project = cli.project.clone().unwrap_or_else(|| env.cwd.clone());
     let log_file = berth_runtime::logging::init(&data_dir, "warn").ok();
-    Berth::open(BerthOptions { data_dir, project, env, log_file })
+    Berth::open(BerthOptions {
+        data_dir,
+        project,
+        env,
+        log_file,
+    })
 }
 
 fn run(cli: Cli, out: &Out) -> Result<(), BerthError> {
@@ -99,11 +127,17 @@ fn run(cli: Cli, out: &Out) -> Result<(), BerthError> {
         Command::Backup { file } => {
             berth.backup(file)?;
             let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-            out.done(serde_json::json!({ "backup": { "path": absolute(file), "bytes": bytes } }), &format!("backup written to {} ({bytes} bytes)", file.display()));
+            out.done(
+                serde_json::json!({ "backup": { "path": absolute(file), "bytes": bytes } }),
+                &format!("backup written to {} ({bytes} bytes)", file.display()),
+            );
         }
         Command::Restore { file } => {
             berth.restore(file)?;
-            out.done(serde_json::json!({ "restored": { "from": absolute(file) } }), &format!("store restored from {}", file.display()));
+            out.done(
+                serde_json::json!({ "restored": { "from": absolute(file) } }),
+                &format!("store restored from {}", file.display()),
+            );
         }
         Command::Serve { addr } => serve(berth, *addr, out)?,
     }
@@ -119,7 +153,14 @@ fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| BerthError::new(code::TEMPORARILY_UNAVAILABLE, "serve", format!("cannot start the async runtime: {e}"), "retry"))?;
+        .map_err(|e| {
+            BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "serve",
+                format!("cannot start the async runtime: {e}"),
+                "retry",
+            )
+        })?;
     rt.block_on(async move {
         let server = berth_runtime::serve::Server::bind(berth.clone(), addr).await?;
         let _watch = berth_runtime::watch::watch(berth.clone()).map_err(|e| {

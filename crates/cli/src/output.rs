@@ -38,15 +38,26 @@ impl Out {
             print_json(&serde_json::to_value(s).unwrap_or_default());
             return;
         }
-        println!("Berth {} — project {}", s.berth.version, s.project.directory.display());
+        println!(
+            "Berth {} — project {}",
+            s.berth.version,
+            s.project.directory.display()
+        );
         if s.sources.is_empty() {
             println!("No OpenCode plugins or tools were found.");
         } else {
-            println!("{} source(s): {} waiting for approval, {} active, {} failed", s.counts.sources, s.counts.pending_approval, s.counts.active, s.counts.failed);
+            println!(
+                "{} source(s): {} waiting for approval, {} active, {} failed",
+                s.counts.sources, s.counts.pending_approval, s.counts.active, s.counts.failed
+            );
         }
         println!("OpenCode config folders looked at:");
         for d in &s.config_dirs {
-            println!("  {} {}", if d.exists { "✓" } else { "·" }, d.path.display());
+            println!(
+                "  {} {}",
+                if d.exists { "✓" } else { "·" },
+                d.path.display()
+            );
         }
         for d in &s.diagnostics {
             println!("! {} [{}] — {}", d.message, d.code, d.recovery);
@@ -62,8 +73,14 @@ impl Out {
             println!("No OpenCode plugins or tools were found.");
         }
         for src in &s.sources {
-            let state = serde_json::to_value(src.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-            let kind = serde_json::to_value(src.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let state = serde_json::to_value(src.state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let kind = serde_json::to_value(src.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
             println!("{:<40} {:<16} {:<18} {}", src.id, kind, state, src.entry);
             for line in &src.capabilities.summary {
                 println!("    {line}");

@@ -62,7 +62,9 @@ impl OpencodeEnv {
     /// Captures the variables from this process's environment.
     pub fn from_process() -> OpencodeEnv {
         let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-        let home = var("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"));
+        let home = var("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"));
         let cwd = std::env::current_dir().unwrap_or_else(|_| home.clone());
         OpencodeEnv {
             xdg_config_home: var("XDG_CONFIG_HOME").map(PathBuf::from),
@@ -70,7 +72,9 @@ impl OpencodeEnv {
             xdg_cache_home: var("XDG_CACHE_HOME").map(PathBuf::from),
             opencode_config: var("OPENCODE_CONFIG").map(|p| absolute(&cwd, Path::new(&p))),
             opencode_config_dir: var("OPENCODE_CONFIG_DIR").map(|p| absolute(&cwd, Path::new(&p))),
-            opencode_config_content: std::env::var("OPENCODE_CONFIG_CONTENT").ok().filter(|v| !v.is_empty()),
+            opencode_config_content: std::env::var("OPENCODE_CONFIG_CONTENT")
+                .ok()
+                .filter(|v| !v.is_empty()),
             disable_project_config: std::env::var("OPENCODE_DISABLE_PROJECT_CONFIG").ok(),
             pure_env: std::env::var("OPENCODE_PURE").ok(),
             pure_flag: false,
@@ -148,7 +152,10 @@ mod tests {
         assert_eq!(Switch::parse(Some("TRUE")), Switch::On);
         assert_eq!(Switch::parse(Some("0")), Switch::Off);
         assert_eq!(Switch::parse(Some("")), Switch::Off);
-        assert_eq!(Switch::parse(Some("yes")), Switch::Unrecognised("yes".into()));
+        assert_eq!(
+            Switch::parse(Some("yes")),
+            Switch::Unrecognised("yes".into())
+        );
         assert!(!Switch::parse(Some("yes")).opencode_reads_as_on());
     }
 }

@@ -17,12 +17,45 @@ use crate::spec::{self, PluginSpec};
 /// Top-level keys of OpenCode 1.18.4's config (`Config` in `@opencode-ai/sdk@1.18.4`, v1 and
 /// v2 typings together). Anything else is reported, never fatal.
 const KNOWN_KEYS: &[&str] = &[
-    "$schema", "theme", "keybinds", "tui", "shell", "logLevel", "server", "command", "skills",
-    "references", "reference", "watcher", "snapshot", "plugin", "share", "autoshare",
-    "autoupdate", "disabled_providers", "enabled_providers", "model", "small_model",
-    "default_agent", "subagent_depth", "username", "mode", "agent", "provider", "mcp",
-    "formatter", "lsp", "instructions", "layout", "permission", "tools", "attachment",
-    "enterprise", "tool_output", "compaction", "experimental",
+    "$schema",
+    "theme",
+    "keybinds",
+    "tui",
+    "shell",
+    "logLevel",
+    "server",
+    "command",
+    "skills",
+    "references",
+    "reference",
+    "watcher",
+    "snapshot",
+    "plugin",
+    "share",
+    "autoshare",
+    "autoupdate",
+    "disabled_providers",
+    "enabled_providers",
+    "model",
+    "small_model",
+    "default_agent",
+    "subagent_depth",
+    "username",
+    "mode",
+    "agent",
+    "provider",
+    "mcp",
+    "formatter",
+    "lsp",
+    "instructions",
+    "layout",
+    "permission",
+    "tools",
+    "attachment",
+    "enterprise",
+    "tool_output",
+    "compaction",
+    "experimental",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -133,7 +166,11 @@ impl ConfigGraph {
         let has_git = git_root.is_some();
         // Without git OpenCode walks to the filesystem root.
         let worktree = git_root.unwrap_or_else(|| PathBuf::from("/"));
-        let project_root = if has_git { worktree.clone() } else { directory.clone() };
+        let project_root = if has_git {
+            worktree.clone()
+        } else {
+            directory.clone()
+        };
         let mut b = Builder {
             env,
             project_root,
@@ -171,10 +208,18 @@ impl ConfigGraph {
             }
         }
         // 5. config folders
-        let dirs = config_dirs(env, &walk, !project_disabled.opencode_reads_as_on(), &b.project_root);
+        let dirs = config_dirs(
+            env,
+            &walk,
+            !project_disabled.opencode_reads_as_on(),
+            &b.project_root,
+        );
         let mut tool_files = Vec::new();
         for dir in &dirs {
-            let loads_files = dir.path.file_name().is_some_and(|n| n.to_string_lossy().ends_with(".opencode"))
+            let loads_files = dir
+                .path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(".opencode"))
                 || env.opencode_config_dir.as_deref() == Some(dir.path.as_path());
             if loads_files {
                 for name in ["opencode.json", "opencode.jsonc"] {
@@ -186,7 +231,10 @@ impl ConfigGraph {
                     for file in b.list_scripts(&dir.path.join(sub), &["ts", "js"]) {
                         let raw = spec::file_url(&file);
                         b.origins.push(PluginOrigin {
-                            spec: PluginSpec::Path { url: raw.clone(), path: file.clone() },
+                            spec: PluginSpec::Path {
+                                url: raw.clone(),
+                                path: file.clone(),
+                            },
                             raw,
                             options: None,
                             source: dir.path.clone(),
@@ -210,7 +258,12 @@ impl ConfigGraph {
         // 6. inline content
         if let Some(content) = &env.opencode_config_content {
             let origin = PathBuf::from("OPENCODE_CONFIG_CONTENT");
-            b.files.push(ConfigFile { path: origin.clone(), role: ConfigRole::Inline, scope: Scope::Local, exists: true });
+            b.files.push(ConfigFile {
+                path: origin.clone(),
+                role: ConfigRole::Inline,
+                scope: Scope::Local,
+                exists: true,
+            });
             b.apply_text(content, &origin, &env.cwd.clone(), Scope::Local);
         }
         // 8. managed config
@@ -268,10 +321,18 @@ impl ConfigGraph {
     /// Every folder a watcher must observe to see a change OpenCode would see.
     pub fn watch_roots(&self) -> Vec<PathBuf> {
         let mut roots: Vec<PathBuf> = self.dirs.iter().map(|d| d.path.clone()).collect();
-        roots.extend(self.files.iter().filter_map(|f| f.path.parent().map(Path::to_path_buf)));
+        roots.extend(
+            self.files
+                .iter()
+                .filter_map(|f| f.path.parent().map(Path::to_path_buf)),
+        );
         for p in &self.plugins {
             if let PluginSpec::Path { path, .. } = &p.spec {
-                roots.push(if path.is_dir() { path.clone() } else { path.parent().unwrap_or(path).to_path_buf() });
+                roots.push(if path.is_dir() {
+                    path.clone()
+                } else {
+                    path.parent().unwrap_or(path).to_path_buf()
+                });
             }
         }
         let mut seen = HashSet::new();
@@ -292,8 +353,19 @@ fn walk_up(directory: &Path, stop: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn config_dirs(env: &OpencodeEnv, walk: &[PathBuf], project: bool, project_root: &Path) -> Vec<ConfigDir> {
-    let scope_of = |p: &Path| if p.starts_with(project_root) { Scope::Local } else { Scope::Global };
+fn config_dirs(
+    env: &OpencodeEnv,
+    walk: &[PathBuf],
+    project: bool,
+    project_root: &Path,
+) -> Vec<ConfigDir> {
+    let scope_of = |p: &Path| {
+        if p.starts_with(project_root) {
+            Scope::Local
+        } else {
+            Scope::Global
+        }
+    };
     let mut list = vec![(env.global_config_dir(), DirRole::Global)];
     if project {
         for d in walk {
@@ -391,11 +463,21 @@ impl Builder<'_> {
         let text = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.files.push(ConfigFile { path: path.into(), role, scope, exists: false });
+                self.files.push(ConfigFile {
+                    path: path.into(),
+                    role,
+                    scope,
+                    exists: false,
+                });
                 return;
             }
             Err(e) => {
-                self.files.push(ConfigFile { path: path.into(), role, scope, exists: true });
+                self.files.push(ConfigFile {
+                    path: path.into(),
+                    role,
+                    scope,
+                    exists: true,
+                });
                 self.diagnostics.push(
                     Diagnostic::new(
                         "temporarily-unavailable",
@@ -407,14 +489,23 @@ impl Builder<'_> {
                 return;
             }
         };
-        self.files.push(ConfigFile { path: path.into(), role, scope, exists: true });
+        self.files.push(ConfigFile {
+            path: path.into(),
+            role,
+            scope,
+            exists: true,
+        });
         if path.is_dir() {
             return;
         }
         let Ok(text) = String::from_utf8(text) else {
             self.diagnostics.push(
-                Diagnostic::new("action-required", format!("config file {} is not UTF-8 text", path.display()), "save the file as UTF-8")
-                    .at(path),
+                Diagnostic::new(
+                    "action-required",
+                    format!("config file {} is not UTF-8 text", path.display()),
+                    "save the file as UTF-8",
+                )
+                .at(path),
             );
             return;
         };
@@ -454,13 +545,21 @@ impl Builder<'_> {
         let Value::Object(map) = value else {
             if !value.is_null() {
                 self.diagnostics.push(
-                    Diagnostic::new("action-required", format!("config {} is not a JSON object", origin.display()), "make the top level an object `{ … }`")
-                        .at(origin),
+                    Diagnostic::new(
+                        "action-required",
+                        format!("config {} is not a JSON object", origin.display()),
+                        "make the top level an object `{ … }`",
+                    )
+                    .at(origin),
                 );
             }
             return;
         };
-        let unknown: Vec<&str> = map.keys().map(String::as_str).filter(|k| !KNOWN_KEYS.contains(k)).collect();
+        let unknown: Vec<&str> = map
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !KNOWN_KEYS.contains(k))
+            .collect();
         if !unknown.is_empty() {
             self.diagnostics.push(
                 Diagnostic::new(
@@ -479,20 +578,33 @@ impl Builder<'_> {
                 }
             }
             Some(_) => self.diagnostics.push(
-                Diagnostic::new("action-required", format!("`plugin` in {} must be a list", origin.display()), "write `\"plugin\": [\"name\", …]`")
-                    .at(origin),
+                Diagnostic::new(
+                    "action-required",
+                    format!("`plugin` in {} must be a list", origin.display()),
+                    "write `\"plugin\": [\"name\", …]`",
+                )
+                .at(origin),
             ),
         }
         if let Some(mcp) = map.get("mcp") {
             match mcp {
                 Value::Object(servers) => {
                     for (name, config) in servers {
-                        self.mcp.push(McpEntry { name: name.clone(), origin: origin.to_path_buf(), scope, config: config.clone() });
+                        self.mcp.push(McpEntry {
+                            name: name.clone(),
+                            origin: origin.to_path_buf(),
+                            scope,
+                            config: config.clone(),
+                        });
                     }
                 }
                 _ => self.diagnostics.push(
-                    Diagnostic::new("action-required", format!("`mcp` in {} must be an object", origin.display()), "write `\"mcp\": { \"name\": { … } }`")
-                        .at(origin),
+                    Diagnostic::new(
+                        "action-required",
+                        format!("`mcp` in {} must be an object", origin.display()),
+                        "write `\"mcp\": { \"name\": { … } }`",
+                    )
+                    .at(origin),
                 ),
             }
         }
@@ -501,15 +613,24 @@ impl Builder<'_> {
     fn push_plugin_entry(&mut self, item: &Value, origin: &Path, base: &Path, scope: Scope) {
         let (raw, options) = match item {
             Value::String(s) => (s.clone(), None),
-            Value::Array(pair) if matches!(pair.first(), Some(Value::String(_))) && pair.len() <= 2 => {
+            Value::Array(pair)
+                if matches!(pair.first(), Some(Value::String(_))) && pair.len() <= 2 =>
+            {
                 let raw = pair[0].as_str().unwrap_or_default().to_string();
                 match pair.get(1) {
                     None | Some(Value::Null) => (raw, None),
                     Some(opts @ Value::Object(_)) => (raw, Some(opts.clone())),
                     Some(_) => {
                         self.diagnostics.push(
-                            Diagnostic::new("action-required", format!("options for `{raw}` in {} must be an object", origin.display()), "write `[\"spec\", { … }]`")
-                                .at(origin),
+                            Diagnostic::new(
+                                "action-required",
+                                format!(
+                                    "options for `{raw}` in {} must be an object",
+                                    origin.display()
+                                ),
+                                "write `[\"spec\", { … }]`",
+                            )
+                            .at(origin),
                         );
                         return;
                     }
@@ -517,8 +638,15 @@ impl Builder<'_> {
             }
             other => {
                 self.diagnostics.push(
-                    Diagnostic::new("action-required", format!("plugin entry {other} in {} is neither a spec nor [spec, options]", origin.display()), "write a string or a `[spec, options]` pair")
-                        .at(origin),
+                    Diagnostic::new(
+                        "action-required",
+                        format!(
+                            "plugin entry {other} in {} is neither a spec nor [spec, options]",
+                            origin.display()
+                        ),
+                        "write a string or a `[spec, options]` pair",
+                    )
+                    .at(origin),
                 );
                 return;
             }
@@ -559,11 +687,18 @@ impl Builder<'_> {
             let path = entry.path();
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
-                if exts.iter().any(|x| name.as_encoded_bytes().ends_with(format!(".{x}").as_bytes())) {
+                if exts.iter().any(|x| {
+                    name.as_encoded_bytes()
+                        .ends_with(format!(".{x}").as_bytes())
+                }) {
                     self.diagnostics.push(
                         Diagnostic::new(
                             "unsupported",
-                            format!("{} has a file whose name is not valid UTF-8 ({}); it is not used", dir.display(), path.to_string_lossy()),
+                            format!(
+                                "{} has a file whose name is not valid UTF-8 ({}); it is not used",
+                                dir.display(),
+                                path.to_string_lossy()
+                            ),
                             "rename the file with a UTF-8 name",
                         )
                         .at(dir),
@@ -571,7 +706,9 @@ impl Builder<'_> {
                 }
                 continue;
             };
-            let Some((_, ext)) = name.rsplit_once('.') else { continue };
+            let Some((_, ext)) = name.rsplit_once('.') else {
+                continue;
+            };
             if !exts.contains(&ext) {
                 continue;
             }
@@ -580,8 +717,12 @@ impl Builder<'_> {
                 Ok(m) if m.is_file() => files.push(path),
                 Ok(_) => {}
                 Err(e) => self.diagnostics.push(
-                    Diagnostic::new("temporarily-unavailable", format!("cannot read {}: {e}", path.display()), "fix or remove the file (a broken link?)")
-                        .at(&path),
+                    Diagnostic::new(
+                        "temporarily-unavailable",
+                        format!("cannot read {}: {e}", path.display()),
+                        "fix or remove the file (a broken link?)",
+                    )
+                    .at(&path),
                 ),
             }
         }
@@ -593,8 +734,12 @@ impl Builder<'_> {
     /// Berth does not fetch them, and says so when the login store names any.
     fn remote_config_notice(&mut self) {
         let auth = self.env.data_home().join("opencode").join("auth.json");
-        let Ok(text) = std::fs::read_to_string(&auth) else { return };
-        let Ok(Value::Object(entries)) = serde_json::from_str::<Value>(&text) else { return };
+        let Ok(text) = std::fs::read_to_string(&auth) else {
+            return;
+        };
+        let Ok(Value::Object(entries)) = serde_json::from_str::<Value>(&text) else {
+            return;
+        };
         let remote = entries
             .values()
             .filter(|v| matches!(v.get("type").and_then(Value::as_str), Some("wellknown")))

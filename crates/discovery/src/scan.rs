@@ -22,7 +22,13 @@ use crate::spec::PluginSpec;
 pub const MAX_ANALYZED_BYTES: u64 = 4 * 1024 * 1024;
 /// Relative imports followed per source, at most.
 const MAX_FILES_PER_SOURCE: usize = 256;
-const INDEX_FILES: &[&str] = &["index.ts", "index.tsx", "index.js", "index.mjs", "index.cjs"];
+const INDEX_FILES: &[&str] = &[
+    "index.ts",
+    "index.tsx",
+    "index.js",
+    "index.mjs",
+    "index.cjs",
+];
 const RESOLVE_EXTS: &[&str] = &["ts", "tsx", "js", "mjs", "cjs", "mts", "cts", "jsx"];
 
 #[derive(Clone)]
@@ -65,18 +71,23 @@ impl Scanner {
         let mut live = HashSet::new();
 
         for (order, tool) in graph.tool_files.iter().enumerate() {
-            let mut s = self.describe_files(SourceKind::StandaloneTool, &tool.path, &tool.config_dir, &mut live);
-            let stem = tool.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            let mut names: Vec<String> = s
-                .capabilities
-                .exports
-                .iter()
-                .filter(|e| *e != "*")
-                .map(|e| if e == "default" { stem.clone() } else { format!("{stem}_{e}") })
-                .collect();
-            names.sort();
-            s.capabilities.tools = names;
-            sources.push(finish(s, SourceKind::StandaloneTool, tool.scope, &tool.config_dir, tool.path.display().to_string(), None, None, order, &tool.path));
+            let s = self.describe_files(
+                SourceKind::StandaloneTool,
+                &tool.path,
+                &tool.config_dir,
+                &mut live,
+            );
+            sources.push(finish(
+                s,
+                SourceKind::StandaloneTool,
+                tool.scope,
+                &tool.config_dir,
+                tool.path.display().to_string(),
+                None,
+                None,
+                order,
+                &tool.path,
+            ));
         }
         for (order, origin) in graph.plugins.iter().enumerate() {
             sources.push(self.describe_plugin(origin, order, &mut live));
@@ -104,10 +115,23 @@ impl Scanner {
             s.capabilities = caps;
             s.diagnostics.push(Diagnostic::new(
                 "unsupported",
-                format!("MCP server `{}` is listed; Berth does not connect MCP servers yet", m.name),
+                format!(
+                    "MCP server `{}` is listed; Berth does not connect MCP servers yet",
+                    m.name
+                ),
                 "use it from OpenCode for now; Berth will list its tools once MCP support lands",
             ));
-            let mut src = finish(s, SourceKind::Mcp, m.scope, &m.origin, m.name.clone(), None, None, order, Path::new(&format!("{}#{}", m.origin.display(), m.name)));
+            let mut src = finish(
+                s,
+                SourceKind::Mcp,
+                m.scope,
+                &m.origin,
+                m.name.clone(),
+                None,
+                None,
+                order,
+                Path::new(&format!("{}#{}", m.origin.display(), m.name)),
+            );
             src.state = SourceState::Unsupported;
             sources.push(src);
         }
@@ -116,13 +140,21 @@ impl Scanner {
         Discovery { graph, sources }
     }
 
-    fn describe_plugin(&mut self, origin: &PluginOrigin, order: usize, live: &mut HashSet<PathBuf>) -> Source {
+    fn describe_plugin(
+        &mut self,
+        origin: &PluginOrigin,
+        order: usize,
+        live: &mut HashSet<PathBuf>,
+    ) -> Source {
         match &origin.spec {
             PluginSpec::Path { path, .. } => {
                 let (entry, root, mut diags) = resolve_file_entry(path);
                 let mut s = match &entry {
                     Some(entry) => self.describe_files(SourceKind::FilePlugin, entry, &root, live),
-                    None => Pending { contents_unknown: true, ..Pending::default() },
+                    None => Pending {
+                        contents_unknown: true,
+                        ..Pending::default()
+                    },
                 };
                 s.diagnostics.append(&mut diags);
                 if let Some(pkg) = read_package_json(&root) {
@@ -136,18 +168,57 @@ impl Scanner {
                     ));
                 }
                 let entry_text = entry.as_deref().unwrap_or(path).display().to_string();
-                finish(s, SourceKind::FilePlugin, origin.scope, &origin.source, entry_text, Some(origin.raw.clone()), origin.options.clone(), order, path)
+                finish(
+                    s,
+                    SourceKind::FilePlugin,
+                    origin.scope,
+                    &origin.source,
+                    entry_text,
+                    Some(origin.raw.clone()),
+                    origin.options.clone(),
+                    order,
+                    path,
+                )
             }
             PluginSpec::Npm { name, request } => {
-                let mut s = Pending { contents_unknown: true, ..Pending::default() };
+                let mut s = Pending {
+                    contents_unknown: true,
+                    ..Pending::default()
+                };
                 s.digest = sha256_hex(format!("npm:{name}@{request}").as_bytes());
-                finish(s, SourceKind::NpmPlugin, origin.scope, &origin.source, format!("{name}@{request}"), Some(origin.raw.clone()), origin.options.clone(), order, Path::new(name))
+                finish(
+                    s,
+                    SourceKind::NpmPlugin,
+                    origin.scope,
+                    &origin.source,
+                    format!("{name}@{request}"),
+                    Some(origin.raw.clone()),
+                    origin.options.clone(),
+                    order,
+                    Path::new(name),
+                )
             }
             PluginSpec::Invalid { reason, recovery } => {
-                let mut s = Pending { contents_unknown: true, ..Pending::default() };
+                let mut s = Pending {
+                    contents_unknown: true,
+                    ..Pending::default()
+                };
                 s.digest = sha256_hex(origin.raw.as_bytes());
-                s.diagnostics.push(Diagnostic::new("unsupported", reason.clone(), recovery.clone()).at(origin.source.clone()));
-                let mut src = finish(s, SourceKind::NpmPlugin, origin.scope, &origin.source, origin.raw.clone(), Some(origin.raw.clone()), origin.options.clone(), order, Path::new(&origin.raw));
+                s.diagnostics.push(
+                    Diagnostic::new("unsupported", reason.clone(), recovery.clone())
+                        .at(origin.source.clone()),
+                );
+                let mut src = finish(
+                    s,
+                    SourceKind::NpmPlugin,
+                    origin.scope,
+                    &origin.source,
+                    origin.raw.clone(),
+                    Some(origin.raw.clone()),
+                    origin.options.clone(),
+                    order,
+                    Path::new(&origin.raw),
+                );
                 src.state = SourceState::Unsupported;
                 src
             }
@@ -155,7 +226,13 @@ impl Scanner {
     }
 
     /// Reads `entry` and the relative imports it reaches inside `root`.
-    fn describe_files(&mut self, _kind: SourceKind, entry: &Path, root: &Path, live: &mut HashSet<PathBuf>) -> Pending {
+    fn describe_files(
+        &mut self,
+        _kind: SourceKind,
+        entry: &Path,
+        root: &Path,
+        live: &mut HashSet<PathBuf>,
+    ) -> Pending {
         let mut p = Pending::default();
         let mut queue = vec![entry.to_path_buf()];
         let mut seen = HashSet::new();
@@ -181,9 +258,19 @@ impl Scanner {
                     let (code, recovery) = if is_entry {
                         ("temporarily-unavailable", "check that the file exists and is readable; Berth rescans when it changes")
                     } else {
-                        ("plugin-failed", "fix the import path; OpenCode would fail to load this module too")
+                        (
+                            "plugin-failed",
+                            "fix the import path; OpenCode would fail to load this module too",
+                        )
                     };
-                    p.diagnostics.push(Diagnostic::new(code, format!("cannot read {}: {e}", file.display()), recovery).at(&file));
+                    p.diagnostics.push(
+                        Diagnostic::new(
+                            code,
+                            format!("cannot read {}: {e}", file.display()),
+                            recovery,
+                        )
+                        .at(&file),
+                    );
                     if is_entry {
                         p.contents_unknown = true;
                     }
@@ -195,19 +282,33 @@ impl Scanner {
             p.files.push(file.clone());
             let Some(facts) = &cached.facts else {
                 p.contents_unknown = true;
-                p.diagnostics.push(Diagnostic::new(
-                    "unsupported",
-                    format!("{} is larger than {} MiB; Berth does not analyse it", file.display(), MAX_ANALYZED_BYTES / 1024 / 1024),
-                    "approve only if you expect a file this large here",
-                ).at(&file));
+                p.diagnostics.push(
+                    Diagnostic::new(
+                        "unsupported",
+                        format!(
+                            "{} is larger than {} MiB; Berth does not analyse it",
+                            file.display(),
+                            MAX_ANALYZED_BYTES / 1024 / 1024
+                        ),
+                        "approve only if you expect a file this large here",
+                    )
+                    .at(&file),
+                );
                 continue;
             };
             if !facts.syntax_errors.is_empty() {
-                p.diagnostics.push(Diagnostic::new(
-                    "plugin-failed",
-                    format!("{} does not parse: {}", file.display(), facts.syntax_errors[0]),
-                    "fix the syntax error; the file would fail to load",
-                ).at(&file));
+                p.diagnostics.push(
+                    Diagnostic::new(
+                        "plugin-failed",
+                        format!(
+                            "{} does not parse: {}",
+                            file.display(),
+                            facts.syntax_errors[0]
+                        ),
+                        "fix the syntax error; the file would fail to load",
+                    )
+                    .at(&file),
+                );
             }
             if is_entry {
                 p.exports = facts.exports.clone();
@@ -217,7 +318,8 @@ impl Scanner {
                 if spec.starts_with("./") || spec.starts_with("../") {
                     match resolve_relative(&file, spec) {
                         Some(target) => {
-                            let canon_t = std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
+                            let canon_t =
+                                std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
                             if canon_t.starts_with(&root_canon) {
                                 queue.push(target);
                             } else {
@@ -228,11 +330,14 @@ impl Scanner {
                                 ).at(&file));
                             }
                         }
-                        None => p.diagnostics.push(Diagnostic::new(
-                            "plugin-failed",
-                            format!("{} imports {spec}, which does not exist", file.display()),
-                            "fix the import path",
-                        ).at(&file)),
+                        None => p.diagnostics.push(
+                            Diagnostic::new(
+                                "plugin-failed",
+                                format!("{} imports {spec}, which does not exist", file.display()),
+                                "fix the import path",
+                            )
+                            .at(&file),
+                        ),
                     }
                 }
             }
@@ -244,7 +349,10 @@ impl Scanner {
     fn read_file(&mut self, path: &Path) -> std::io::Result<CachedFile> {
         let meta = std::fs::metadata(path)?;
         if !meta.is_file() {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
         }
         let mtime = meta.modified().ok();
         if let Some(c) = self.cache.get(path) {
@@ -261,7 +369,13 @@ impl Scanner {
             let text = String::from_utf8_lossy(&bytes);
             (digest, Some(analyze(path, &text)))
         };
-        let c = CachedFile { size: meta.len(), mtime, digest, facts, too_large };
+        let c = CachedFile {
+            size: meta.len(),
+            mtime,
+            digest,
+            facts,
+            too_large,
+        };
         let _ = c.too_large;
         self.cache.insert(path.to_path_buf(), c.clone());
         Ok(c)
@@ -324,15 +438,28 @@ fn finish(
     order: usize,
     location: &Path,
 ) -> Source {
-    let mut caps = if p.files.is_empty() { p.capabilities } else { Capabilities::default() };
+    let mut caps = if p.files.is_empty() {
+        p.capabilities
+    } else {
+        Capabilities::default()
+    };
     if !p.files.is_empty() {
         caps.files = p.files;
         caps.exports = p.exports;
         let f = p.facts;
-        caps.imports_plugin_api = f.all_specifiers().any(|s| s == "@opencode-ai/plugin" || s.starts_with("@opencode-ai/plugin/"));
+        caps.imports_plugin_api = f
+            .all_specifiers()
+            .any(|s| s == "@opencode-ai/plugin" || s.starts_with("@opencode-ai/plugin/"));
         caps.packages = f
             .all_specifiers()
-            .filter(|s| !s.starts_with('.') && !s.starts_with('/') && !s.starts_with("node:") && !s.starts_with("bun:") && !is_node_builtin(s) && *s != "bun")
+            .filter(|s| {
+                !s.starts_with('.')
+                    && !s.starts_with('/')
+                    && !s.starts_with("node:")
+                    && !s.starts_with("bun:")
+                    && !is_node_builtin(s)
+                    && *s != "bun"
+            })
             .map(|s| package_name(s).to_string())
             .collect();
         caps.loads_computed_modules = f.computed_dynamic_import;
@@ -346,7 +473,7 @@ fn finish(
     caps.engines_opencode = p.engines_opencode;
     caps.contents_unknown |= p.contents_unknown;
     if kind == SourceKind::StandaloneTool {
-        // set by the caller after exports are known
+        caps.tools = tool_names(location, &caps.exports);
     }
     caps.describe();
     let canonical = std::fs::canonicalize(location).unwrap_or_else(|_| location.to_path_buf());
@@ -369,6 +496,28 @@ fn finish(
     }
 }
 
+/// OpenCode's names for a tool file's exports: `<file>` for `default`, `<file>_<export>`
+/// otherwise, sorted (module namespace order).
+fn tool_names(file: &Path, exports: &[String]) -> Vec<String> {
+    let stem = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut names: Vec<String> = exports
+        .iter()
+        .filter(|e| *e != "*")
+        .map(|e| {
+            if e == "default" {
+                stem.clone()
+            } else {
+                format!("{stem}_{e}")
+            }
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// `tool-hello-1a2b3c4d`: readable, typeable, stable for the same kind, scope and location.
 pub fn source_id(kind: SourceKind, scope: Scope, canonical: &Path) -> String {
     let scope_s = match scope {
@@ -384,11 +533,20 @@ pub fn source_id(kind: SourceKind, scope: Scope, canonical: &Path) -> String {
             .next()
             .unwrap_or_default()
             .to_string(),
-        _ => canonical.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        _ => canonical
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
     };
     let slug: String = stem
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect::<String>()
         .split('-')
         .filter(|s| !s.is_empty())
@@ -417,10 +575,43 @@ fn package_name(spec: &str) -> &str {
 
 fn is_node_builtin(s: &str) -> bool {
     const BUILTINS: &[&str] = &[
-        "assert", "async_hooks", "buffer", "child_process", "cluster", "console", "crypto", "dgram", "dns", "events",
-        "fs", "fs/promises", "http", "http2", "https", "module", "net", "os", "path", "path/posix", "perf_hooks",
-        "process", "querystring", "readline", "stream", "stream/promises", "string_decoder", "timers", "timers/promises",
-        "tls", "tty", "url", "util", "v8", "vm", "worker_threads", "zlib",
+        "assert",
+        "async_hooks",
+        "buffer",
+        "child_process",
+        "cluster",
+        "console",
+        "crypto",
+        "dgram",
+        "dns",
+        "events",
+        "fs",
+        "fs/promises",
+        "http",
+        "http2",
+        "https",
+        "module",
+        "net",
+        "os",
+        "path",
+        "path/posix",
+        "perf_hooks",
+        "process",
+        "querystring",
+        "readline",
+        "stream",
+        "stream/promises",
+        "string_decoder",
+        "timers",
+        "timers/promises",
+        "tls",
+        "tty",
+        "url",
+        "util",
+        "v8",
+        "vm",
+        "worker_threads",
+        "zlib",
     ];
     BUILTINS.contains(&s)
 }
@@ -444,7 +635,10 @@ fn resolve_relative(from: &Path, spec: &str) -> Option<PathBuf> {
             return Some(candidate);
         }
     }
-    INDEX_FILES.iter().map(|i| base.join(i)).find(|c| c.is_file())
+    INDEX_FILES
+        .iter()
+        .map(|i| base.join(i))
+        .find(|c| c.is_file())
 }
 
 /// The entry OpenCode would import for a path spec (spec §2.2, §2.4): a directory with a
@@ -459,11 +653,14 @@ fn resolve_file_entry(path: &Path) -> (Option<PathBuf>, PathBuf, Vec<Diagnostic>
         (path.parent().unwrap_or(Path::new("/")).to_path_buf(), false)
     };
     if !is_dir && !path.exists() {
-        diags.push(Diagnostic::new(
-            "plugin-failed",
-            format!("plugin file {} does not exist", path.display()),
-            "fix the path in the `plugin` list, or create the file",
-        ).at(path));
+        diags.push(
+            Diagnostic::new(
+                "plugin-failed",
+                format!("plugin file {} does not exist", path.display()),
+                "fix the path in the `plugin` list, or create the file",
+            )
+            .at(path),
+        );
         return (None, root, diags);
     }
     if let Some(pkg) = read_package_json(&root) {
@@ -483,14 +680,24 @@ fn resolve_file_entry(path: &Path) -> (Option<PathBuf>, PathBuf, Vec<Diagnostic>
     if !is_dir {
         return (Some(path.to_path_buf()), root, diags);
     }
-    match INDEX_FILES.iter().map(|i| path.join(i)).find(|p| p.is_file()) {
+    match INDEX_FILES
+        .iter()
+        .map(|i| path.join(i))
+        .find(|p| p.is_file())
+    {
         Some(entry) => (Some(entry), root, diags),
         None => {
-            diags.push(Diagnostic::new(
-                "plugin-failed",
-                format!("plugin folder {} has no package.json entry and no index.ts/tsx/js/mjs/cjs", path.display()),
-                "add an index file or a package.json with `main`",
-            ).at(path));
+            diags.push(
+                Diagnostic::new(
+                    "plugin-failed",
+                    format!(
+                        "plugin folder {} has no package.json entry and no index.ts/tsx/js/mjs/cjs",
+                        path.display()
+                    ),
+                    "add an index file or a package.json with `main`",
+                )
+                .at(path),
+            );
             (None, root, diags)
         }
     }
@@ -506,7 +713,11 @@ pub fn server_entry(pkg: &Value) -> Option<String> {
     if let Some(server) = pkg.get("exports").and_then(|e| e.get("./server")) {
         let s = match server {
             Value::String(s) => Some(s.clone()),
-            Value::Object(o) => o.get("import").or_else(|| o.get("default")).and_then(Value::as_str).map(str::to_string),
+            Value::Object(o) => o
+                .get("import")
+                .or_else(|| o.get("default"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
             _ => None,
         };
         if s.is_some() {
@@ -524,7 +735,11 @@ fn apply_package_json(p: &mut Pending, pkg: &Value, root: &Path) {
             }
         }
     }
-    p.engines_opencode = pkg.get("engines").and_then(|e| e.get("opencode")).and_then(Value::as_str).map(str::to_string);
+    p.engines_opencode = pkg
+        .get("engines")
+        .and_then(|e| e.get("opencode"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let mut parts = vec![("digest".to_string(), p.digest.clone())];
     for f in ["package.json", "package-lock.json"] {
         if let Ok(bytes) = std::fs::read(root.join(f)) {

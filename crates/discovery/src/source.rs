@@ -62,7 +62,11 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(code: &'static str, message: impl Into<String>, recovery: impl Into<String>) -> Self {
+    pub fn new(
+        code: &'static str,
+        message: impl Into<String>,
+        recovery: impl Into<String>,
+    ) -> Self {
         Diagnostic {
             code,
             message: message.into(),
@@ -114,19 +118,31 @@ impl Capabilities {
         let mut s = Vec::new();
         let join = |set: &BTreeSet<String>| set.iter().cloned().collect::<Vec<_>>().join(", ");
         if self.contents_unknown {
-            s.push("Its code is not on this machine yet: what it can do is known after preparation.".to_string());
+            s.push(
+                "Its code is not on this machine yet: what it can do is known after preparation."
+                    .to_string(),
+            );
         }
         if !self.process.is_empty() {
-            s.push(format!("Starts programs or runs code ({})", join(&self.process)));
+            s.push(format!(
+                "Starts programs or runs code ({})",
+                join(&self.process)
+            ));
         }
         if !self.network.is_empty() {
             s.push(format!("Uses the network ({})", join(&self.network)));
         }
         if !self.filesystem.is_empty() {
-            s.push(format!("Reads or writes files ({})", join(&self.filesystem)));
+            s.push(format!(
+                "Reads or writes files ({})",
+                join(&self.filesystem)
+            ));
         }
         if !self.environment.is_empty() {
-            s.push(format!("Reads environment variables ({})", join(&self.environment)));
+            s.push(format!(
+                "Reads environment variables ({})",
+                join(&self.environment)
+            ));
         }
         let bun_only: BTreeSet<String> = self
             .bun_apis
@@ -153,7 +169,10 @@ impl Capabilities {
             s.push(format!("Offers tools: {}", self.tools.join(", ")));
         }
         if s.is_empty() {
-            s.push("Runs plain code with your user's rights; no powerful API is named in its source".into());
+            s.push(
+                "Runs plain code with your user's rights; no powerful API is named in its source"
+                    .into(),
+            );
         }
         self.summary = s;
     }

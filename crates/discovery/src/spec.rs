@@ -4,7 +4,8 @@
 use std::path::{Component, Path, PathBuf};
 
 /// Names OpenCode skips because it ships the feature built in (spec §2.2).
-pub const OPENCODE_BUILTIN_SKIPS: &[&str] = &["opencode-openai-codex-auth", "opencode-copilot-auth"];
+pub const OPENCODE_BUILTIN_SKIPS: &[&str] =
+    &["opencode-openai-codex-auth", "opencode-copilot-auth"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PluginSpec {
@@ -31,14 +32,19 @@ pub fn is_path_spec(raw: &str) -> bool {
     raw.starts_with("file://")
         || raw.starts_with('.')
         || raw.starts_with('/')
-        || (raw.len() > 2 && raw.as_bytes()[1] == b':' && (raw.as_bytes()[2] == b'\\' || raw.as_bytes()[2] == b'/'))
+        || (raw.len() > 2
+            && raw.as_bytes()[1] == b':'
+            && (raw.as_bytes()[2] == b'\\' || raw.as_bytes()[2] == b'/'))
 }
 
 /// Parses `raw`; relative paths resolve against `base` (the config file's folder).
 pub fn parse(raw: &str, base: &Path) -> PluginSpec {
     let trimmed = raw.trim();
     if trimmed.is_empty() {
-        return invalid("the plugin spec is empty", "remove the empty entry from the `plugin` list");
+        return invalid(
+            "the plugin spec is empty",
+            "remove the empty entry from the `plugin` list",
+        );
     }
     if is_path_spec(trimmed) {
         let path = match trimmed.strip_prefix("file://") {
@@ -83,7 +89,8 @@ fn parse_npm(raw: &str, base: &Path) -> PluginSpec {
         };
     }
     let (name, request) = split_name(raw);
-    if name.contains(':') || name.contains("://") || (!name.starts_with('@') && name.contains('/')) {
+    if name.contains(':') || name.contains("://") || (!name.starts_with('@') && name.contains('/'))
+    {
         // git/github/tarball specs: kept as their own key; preparation decides support.
         return PluginSpec::Npm {
             name: raw.to_string(),
@@ -98,7 +105,11 @@ fn parse_npm(raw: &str, base: &Path) -> PluginSpec {
     }
     PluginSpec::Npm {
         name: name.to_string(),
-        request: if request.is_empty() { "latest".into() } else { request.to_string() },
+        request: if request.is_empty() {
+            "latest".into()
+        } else {
+            request.to_string()
+        },
     }
 }
 
@@ -194,7 +205,10 @@ mod tests {
     }
 
     fn npm(name: &str, request: &str) -> PluginSpec {
-        PluginSpec::Npm { name: name.into(), request: request.into() }
+        PluginSpec::Npm {
+            name: name.into(),
+            request: request.into(),
+        }
     }
 
     #[test]
@@ -208,24 +222,45 @@ mod tests {
         check("plugins/foo.ts", npm("plugins/foo.ts", "plugins/foo.ts"));
         check(
             "./plugins/p.ts",
-            PluginSpec::Path { url: "file:///cfg/dir/plugins/p.ts".into(), path: "/cfg/dir/plugins/p.ts".into() },
+            PluginSpec::Path {
+                url: "file:///cfg/dir/plugins/p.ts".into(),
+                path: "/cfg/dir/plugins/p.ts".into(),
+            },
         );
         check(
             "../up/p.ts",
-            PluginSpec::Path { url: "file:///cfg/up/p.ts".into(), path: "/cfg/up/p.ts".into() },
+            PluginSpec::Path {
+                url: "file:///cfg/up/p.ts".into(),
+                path: "/cfg/up/p.ts".into(),
+            },
         );
         check(
             "file:///abs/a%20b.ts",
-            PluginSpec::Path { url: "file:///abs/a%20b.ts".into(), path: "/abs/a b.ts".into() },
+            PluginSpec::Path {
+                url: "file:///abs/a%20b.ts".into(),
+                path: "/abs/a b.ts".into(),
+            },
         );
     }
 
     #[test]
     fn flag_like_and_escaping_specs_are_refused() {
-        assert!(matches!(parse("--foo", Path::new("/c")), PluginSpec::Invalid { .. }));
-        assert!(matches!(parse("file:../../etc/x", Path::new("/c/d")), PluginSpec::Invalid { .. }));
-        assert!(matches!(parse("file:./vendored", Path::new("/c/d")), PluginSpec::Npm { .. }));
-        assert!(matches!(parse("", Path::new("/c")), PluginSpec::Invalid { .. }));
+        assert!(matches!(
+            parse("--foo", Path::new("/c")),
+            PluginSpec::Invalid { .. }
+        ));
+        assert!(matches!(
+            parse("file:../../etc/x", Path::new("/c/d")),
+            PluginSpec::Invalid { .. }
+        ));
+        assert!(matches!(
+            parse("file:./vendored", Path::new("/c/d")),
+            PluginSpec::Npm { .. }
+        ));
+        assert!(matches!(
+            parse("", Path::new("/c")),
+            PluginSpec::Invalid { .. }
+        ));
     }
 
     #[test]

@@ -55,8 +55,14 @@ impl Berth {
             BerthError::new(
                 code::ACTION_REQUIRED,
                 "store",
-                format!("cannot create the data directory {}: {e}", options.data_dir.display()),
-                format!("make {} writable, or pass another folder with --data-dir", options.data_dir.display()),
+                format!(
+                    "cannot create the data directory {}: {e}",
+                    options.data_dir.display()
+                ),
+                format!(
+                    "make {} writable, or pass another folder with --data-dir",
+                    options.data_dir.display()
+                ),
             )
         })?;
         let opened = Store::open(&options.data_dir.join("berth.db"))?;
@@ -93,7 +99,11 @@ impl Berth {
 
     /// The current snapshot (cheap: a shared pointer).
     pub fn status(&self) -> Arc<StatusSnapshot> {
-        self.inner.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.inner
+            .current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<StatusEvent> {
@@ -109,9 +119,15 @@ impl Berth {
         };
         let g = &discovery.graph;
         let fingerprint = berth_discovery::sha256_hex(
-            serde_json::json!([g.dirs, g.files, discovery.sources, g.diagnostics, g.pure]).to_string().as_bytes(),
+            serde_json::json!([g.dirs, g.files, discovery.sources, g.diagnostics, g.pure])
+                .to_string()
+                .as_bytes(),
         );
-        let mut fp = self.inner.fingerprint.lock().unwrap_or_else(|p| p.into_inner());
+        let mut fp = self
+            .inner
+            .fingerprint
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         if *fp == fingerprint {
             return None;
         }
@@ -124,7 +140,11 @@ impl Berth {
                 store: self.inner.store_info.clone(),
                 log_file: o.log_file.clone(),
             },
-            project: ProjectInfo { directory: g.directory.clone(), worktree: g.worktree.clone(), has_git: g.has_git },
+            project: ProjectInfo {
+                directory: g.directory.clone(),
+                worktree: g.worktree.clone(),
+                has_git: g.has_git,
+            },
             config_dirs: g.dirs.clone(),
             config_files: g.files.clone(),
             pure: g.pure.clone(),
@@ -134,11 +154,25 @@ impl Berth {
             sources: discovery.sources,
             revision: old.revision + 1,
         });
-        let event = StatusEvent { revision: snapshot.revision, diff: SnapshotDiff::between(&old, &snapshot), snapshot: snapshot.clone() };
-        *self.inner.current.write().unwrap_or_else(|p| p.into_inner()) = snapshot;
+        let event = StatusEvent {
+            revision: snapshot.revision,
+            diff: SnapshotDiff::between(&old, &snapshot),
+            snapshot: snapshot.clone(),
+        };
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = snapshot;
         drop(fp);
         let _ = self.inner.events.send(event.clone());
-        tracing::info!(revision = event.revision, added = event.diff.added.len(), removed = event.diff.removed.len(), changed = event.diff.changed.len(), "snapshot changed");
+        tracing::info!(
+            revision = event.revision,
+            added = event.diff.added.len(),
+            removed = event.diff.removed.len(),
+            changed = event.diff.changed.len(),
+            "snapshot changed"
+        );
         Some(event)
     }
 
@@ -151,9 +185,18 @@ impl Berth {
                 roots.push(d.path.join(sub));
             }
         }
-        roots.extend(s.config_files.iter().filter_map(|f| f.path.parent().map(Path::to_path_buf)));
+        roots.extend(
+            s.config_files
+                .iter()
+                .filter_map(|f| f.path.parent().map(Path::to_path_buf)),
+        );
         for src in &s.sources {
-            roots.extend(src.capabilities.files.iter().filter_map(|f| f.parent().map(Path::to_path_buf)));
+            roots.extend(
+                src.capabilities
+                    .files
+                    .iter()
+                    .filter_map(|f| f.parent().map(Path::to_path_buf)),
+            );
         }
         roots.sort();
         roots.dedup();
@@ -183,10 +226,18 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
         berth: BerthInfo {
             version: env!("CARGO_PKG_VERSION"),
             data_dir: o.data_dir.clone(),
-            store: StoreInfo { path: PathBuf::new(), schema_version: 0, moved_aside: None },
+            store: StoreInfo {
+                path: PathBuf::new(),
+                schema_version: 0,
+                moved_aside: None,
+            },
             log_file: None,
         },
-        project: ProjectInfo { directory: o.project.clone(), worktree: o.project.clone(), has_git: false },
+        project: ProjectInfo {
+            directory: o.project.clone(),
+            worktree: o.project.clone(),
+            has_git: false,
+        },
         config_dirs: vec![],
         config_files: vec![],
         pure: berth_discovery::Switch::Off,

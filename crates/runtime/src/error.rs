@@ -34,7 +34,12 @@ pub struct BerthError {
 }
 
 impl BerthError {
-    pub fn new(code: &'static str, capability: &str, message: impl Into<String>, recovery: impl Into<String>) -> Self {
+    pub fn new(
+        code: &'static str,
+        capability: &str,
+        message: impl Into<String>,
+        recovery: impl Into<String>,
+    ) -> Self {
         BerthError {
             code,
             message: message.into(),

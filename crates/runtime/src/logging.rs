@@ -38,7 +38,13 @@ impl RotatingFile {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         let written = file.metadata()?.len();
         Ok(RotatingFile {
-            inner: Arc::new(Mutex::new(Rotation { path: path.to_path_buf(), file: Some(file), written, max, keep })),
+            inner: Arc::new(Mutex::new(Rotation {
+                path: path.to_path_buf(),
+                file: Some(file),
+                written,
+                max,
+                keep,
+            })),
         })
     }
 }
@@ -57,7 +63,12 @@ impl Rotation {
         } else {
             std::fs::remove_file(&self.path)?;
         }
-        self.file = Some(OpenOptions::new().create(true).append(true).open(&self.path)?);
+        self.file = Some(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)?,
+        );
         self.written = 0;
         Ok(())
     }
@@ -104,11 +115,22 @@ impl<'a> MakeWriter<'a> for RotatingFile {
 pub fn init(data_dir: &Path, stderr_default: &str) -> io::Result<PathBuf> {
     let path = data_dir.join("logs").join("berth.log");
     let file = RotatingFile::open(&path, MAX_LOG_BYTES, KEPT_LOGS)?;
-    let file_filter = EnvFilter::try_from_env("BERTH_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let stderr_filter = EnvFilter::try_from_env("BERTH_LOG_STDERR").unwrap_or_else(|_| EnvFilter::new(stderr_default));
+    let file_filter =
+        EnvFilter::try_from_env("BERTH_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let stderr_filter = EnvFilter::try_from_env("BERTH_LOG_STDERR")
+        .unwrap_or_else(|_| EnvFilter::new(stderr_default));
     let _ = tracing_subscriber::registry()
-        .with(tracing_subscriber::fmt::layer().with_ansi(false).with_writer(file).with_filter(file_filter))
-        .with(tracing_subscriber::fmt::layer().with_writer(io::stderr).with_filter(stderr_filter))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(file)
+                .with_filter(file_filter),
+        )
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(io::stderr)
+                .with_filter(stderr_filter),
+        )
         .try_init();
     Ok(path)
 }
@@ -127,9 +149,14 @@ mod tests {
         for i in 0..200 {
             writeln!(w, "line {i:04} ........................................").unwrap();
         }
-        let total: u64 = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+        let total: u64 = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
         assert!(total <= 3 * 1000, "{total} bytes kept");
         assert!(numbered(&path, 2).exists() && !numbered(&path, 3).exists());
-        assert!(std::fs::read_to_string(&path).unwrap().contains("line 0199"));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("line 0199"));
     }
 }

@@ -52,28 +52,56 @@ pub struct RuntimeInfo {
 pub fn probe_all() -> Vec<RuntimeInfo> {
     let bun = std::thread::spawn(|| probe(RuntimeKind::Bun));
     let node = probe(RuntimeKind::Node);
-    vec![bun.join().unwrap_or_else(|_| missing(RuntimeKind::Bun, "probe crashed")), node]
+    vec![
+        bun.join()
+            .unwrap_or_else(|_| missing(RuntimeKind::Bun, "probe crashed")),
+        node,
+    ]
 }
 
 fn missing(kind: RuntimeKind, why: &str) -> RuntimeInfo {
-    RuntimeInfo { name: kind, path: None, version: None, found_via: None, problem: Some(why.to_string()) }
+    RuntimeInfo {
+        name: kind,
+        path: None,
+        version: None,
+        found_via: None,
+        problem: Some(why.to_string()),
+    }
 }
 
 pub fn probe(kind: RuntimeKind) -> RuntimeInfo {
     let Some((path, via)) = locate(kind) else {
         return missing(
             kind,
-            &format!("{} not found: set {} or run the set-up script", kind.binary(), kind.env_var()),
+            &format!(
+                "{} not found: set {} or run the set-up script",
+                kind.binary(),
+                kind.env_var()
+            ),
         );
     };
     match version_of(&path) {
         Some(v) => {
-            let major = v.trim_start_matches('v').split('.').next().and_then(|m| m.parse::<u64>().ok());
+            let major = v
+                .trim_start_matches('v')
+                .split('.')
+                .next()
+                .and_then(|m| m.parse::<u64>().ok());
             let problem = match major {
                 Some(m) if m >= kind.min_major() => None,
-                _ => Some(format!("{} {v} is too old; {} or newer is needed", kind.binary(), kind.min_major())),
+                _ => Some(format!(
+                    "{} {v} is too old; {} or newer is needed",
+                    kind.binary(),
+                    kind.min_major()
+                )),
             };
-            RuntimeInfo { name: kind, path: Some(path), version: Some(v), found_via: Some(via), problem }
+            RuntimeInfo {
+                name: kind,
+                path: Some(path),
+                version: Some(v),
+                found_via: Some(via),
+                problem,
+            }
         }
         None => RuntimeInfo {
             name: kind,
@@ -97,7 +125,11 @@ fn locate(kind: RuntimeKind) -> Option<(PathBuf, &'static str)> {
             }
         }
     }
-    setup_dirs().into_iter().map(|d| d.join(kind.binary())).find(|c| is_executable(c)).map(|c| (c, "setup"))
+    setup_dirs()
+        .into_iter()
+        .map(|d| d.join(kind.binary()))
+        .find(|c| is_executable(c))
+        .map(|c| (c, "setup"))
 }
 
 /// `BERTH_RUNTIME_DIR`, then `.tools/bin` in any ancestor of the running executable.
@@ -120,7 +152,9 @@ fn setup_dirs() -> Vec<PathBuf> {
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 fn version_of(path: &Path) -> Option<String> {
@@ -135,7 +169,9 @@ fn version_of(path: &Path) -> Option<String> {
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
-            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2))
+            }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();

@@ -64,12 +64,24 @@ impl Server {
                 },
             )
         })?;
-        let port = listener.local_addr().map(|a| a.port()).unwrap_or(addr.port());
-        Ok(Server { listener, state: AppState { berth, token: new_token(), port } })
+        let port = listener
+            .local_addr()
+            .map(|a| a.port())
+            .unwrap_or(addr.port());
+        Ok(Server {
+            listener,
+            state: AppState {
+                berth,
+                token: new_token(),
+                port,
+            },
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("bound listener has an address")
     }
 
     pub fn token(&self) -> &str {
@@ -82,20 +94,43 @@ impl Server {
     }
 
     /// Serves until `shutdown` resolves.
-    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let api = Router::new()
             .route("/api/status", get(status))
             .route("/api/events", get(events))
-            .route_layer(middleware::from_fn_with_state(self.state.clone(), require_token));
+            .route_layer(middleware::from_fn_with_state(
+                self.state.clone(),
+                require_token,
+            ));
         let app = Router::new()
-            .route("/", get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }))
-            .route("/index.html", get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }))
-            .route("/app.js", get(|| async { page(APP_JS, "text/javascript; charset=utf-8") }))
-            .route("/style.css", get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }))
+            .route(
+                "/",
+                get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }),
+            )
+            .route(
+                "/index.html",
+                get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }),
+            )
+            .route(
+                "/app.js",
+                get(|| async { page(APP_JS, "text/javascript; charset=utf-8") }),
+            )
+            .route(
+                "/style.css",
+                get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }),
+            )
             .merge(api)
-            .layer(middleware::from_fn_with_state(self.state.clone(), require_loopback_host))
+            .layer(middleware::from_fn_with_state(
+                self.state.clone(),
+                require_loopback_host,
+            ))
             .with_state(self.state);
-        axum::serve(self.listener, app).with_graceful_shutdown(shutdown).await
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
     }
 }
 
@@ -124,24 +159,47 @@ fn refuse(status: StatusCode, code: &'static str, message: &str, recovery: &str)
 }
 
 async fn require_loopback_host(State(s): State<AppState>, req: Request, next: Next) -> Response {
-    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
-    let ok = [format!("127.0.0.1:{}", s.port), format!("localhost:{}", s.port), format!("[::1]:{}", s.port)];
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let ok = [
+        format!("127.0.0.1:{}", s.port),
+        format!("localhost:{}", s.port),
+        format!("[::1]:{}", s.port),
+    ];
     if !ok.iter().any(|h| h == host) {
-        return refuse(StatusCode::FORBIDDEN, code::POLICY_LIMITED, "the Host header does not name this loopback server", "open the URL printed by `berth serve`");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            code::POLICY_LIMITED,
+            "the Host header does not name this loopback server",
+            "open the URL printed by `berth serve`",
+        );
     }
     next.run(req).await
 }
 
 async fn require_token(State(s): State<AppState>, req: Request, next: Next) -> Response {
-    if token_of(req.headers(), req.uri().query()).is_some_and(|t| constant_time_eq(t.as_bytes(), s.token.as_bytes())) {
+    if token_of(req.headers(), req.uri().query())
+        .is_some_and(|t| constant_time_eq(t.as_bytes(), s.token.as_bytes()))
+    {
         next.run(req).await
     } else {
-        refuse(StatusCode::UNAUTHORIZED, code::ACTION_REQUIRED, "missing or wrong token", "open the URL printed by `berth serve`; it carries the token")
+        refuse(
+            StatusCode::UNAUTHORIZED,
+            code::ACTION_REQUIRED,
+            "missing or wrong token",
+            "open the URL printed by `berth serve`; it carries the token",
+        )
     }
 }
 
 fn token_of<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
-    if let Some(v) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+    if let Some(v) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
         return v.strip_prefix("Bearer ");
     }
     query?.split('&').find_map(|kv| kv.strip_prefix("token="))
@@ -158,9 +216,15 @@ async fn status(State(s): State<AppState>) -> impl IntoResponse {
 /// `status` events carry the whole snapshot; the first one is sent at once.
 async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let first = s.berth.status();
-    let initial = tokio_stream::once(Ok(Event::default().event("status").data(serde_json::to_string(&*first).unwrap_or_default())));
+    let initial = tokio_stream::once(Ok(Event::default()
+        .event("status")
+        .data(serde_json::to_string(&*first).unwrap_or_default())));
     let updates = BroadcastStream::new(s.berth.subscribe()).filter_map(|ev| {
-        ev.ok().map(|ev| Ok(Event::default().event("status").data(serde_json::to_string(&*ev.snapshot).unwrap_or_default())))
+        ev.ok().map(|ev| {
+            Ok(Event::default()
+                .event("status")
+                .data(serde_json::to_string(&*ev.snapshot).unwrap_or_default()))
+        })
     });
     Sse::new(initial.chain(updates)).keep_alive(KeepAlive::new().interval(Duration::from_secs(30)))
 }

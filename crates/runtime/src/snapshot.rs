@@ -60,12 +60,19 @@ pub struct Counts {
 
 impl Counts {
     pub fn of(sources: &[Source]) -> Counts {
-        let mut c = Counts { sources: sources.len(), ..Counts::default() };
+        let mut c = Counts {
+            sources: sources.len(),
+            ..Counts::default()
+        };
         for s in sources {
             match s.state {
-                SourceState::PendingApproval | SourceState::PendingActivation => c.pending_approval += 1,
+                SourceState::PendingApproval | SourceState::PendingActivation => {
+                    c.pending_approval += 1
+                }
                 SourceState::Active => c.active += 1,
-                SourceState::LoadFailed | SourceState::Paused | SourceState::IncompatibleVersion => c.failed += 1,
+                SourceState::LoadFailed
+                | SourceState::Paused
+                | SourceState::IncompatibleVersion => c.failed += 1,
                 SourceState::Unsupported | SourceState::PolicyLimited => c.unsupported += 1,
                 _ => {}
             }
@@ -88,7 +95,12 @@ impl SnapshotDiff {
         for s in &new.sources {
             match old.sources.iter().find(|o| o.id == s.id) {
                 None => d.added.push(s.id.clone()),
-                Some(o) if o.digest != s.digest || o.state != s.state || o.order != s.order || o.diagnostics != s.diagnostics => {
+                Some(o)
+                    if o.digest != s.digest
+                        || o.state != s.state
+                        || o.order != s.order
+                        || o.diagnostics != s.diagnostics =>
+                {
                     d.changed.push(s.id.clone())
                 }
                 _ => {}

@@ -53,31 +53,37 @@ pub fn watch(berth: Berth) -> notify::Result<WatchHandle> {
         let _ = stop_rx.recv();
         let _ = stop_fwd.send(Msg::Stop);
     });
-    let thread = std::thread::Builder::new().name("berth-watch".into()).spawn(move || {
-        let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
-        rewatch(&mut watcher, &mut watched, &berth);
-        while let Ok(msg) = rx.recv() {
-            if matches!(msg, Msg::Stop) {
-                break;
-            }
-            // Debounce: wait until the burst is over.
-            loop {
-                match rx.recv_timeout(DEBOUNCE) {
-                    Ok(Msg::Fs) => continue,
-                    Ok(Msg::Stop) => return,
-                    Err(mpsc::RecvTimeoutError::Timeout) => break,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+    // Watch before returning, so nothing the caller does next is missed.
+    let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
+    rewatch(&mut watcher, &mut watched, &berth);
+    let thread = std::thread::Builder::new()
+        .name("berth-watch".into())
+        .spawn(move || {
+            while let Ok(msg) = rx.recv() {
+                if matches!(msg, Msg::Stop) {
+                    break;
+                }
+                // Debounce: wait until the burst is over.
+                loop {
+                    match rx.recv_timeout(DEBOUNCE) {
+                        Ok(Msg::Fs) => continue,
+                        Ok(Msg::Stop) => return,
+                        Err(mpsc::RecvTimeoutError::Timeout) => break,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                // Watch new folders first, so a file created right after its folder is not missed,
+                // then rescan, then follow whatever the new graph names.
+                rewatch(&mut watcher, &mut watched, &berth);
+                if berth.rescan().is_some() {
+                    rewatch(&mut watcher, &mut watched, &berth);
                 }
             }
-            // Watch new folders first, so a file created right after its folder is not missed,
-            // then rescan, then follow whatever the new graph names.
-            rewatch(&mut watcher, &mut watched, &berth);
-            if berth.rescan().is_some() {
-                rewatch(&mut watcher, &mut watched, &berth);
-            }
-        }
-    })?;
-    Ok(WatchHandle { stop: Some(stop_tx), thread: Some(thread) })
+        })?;
+    Ok(WatchHandle {
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
 }
 
 /// Watches every root that exists, and the nearest existing ancestor of every root that does
@@ -91,7 +97,11 @@ fn rewatch(watcher: &mut impl Watcher, watched: &mut BTreeSet<PathBuf>, berth: &
         let _ = watcher.unwatch(&gone);
         watched.remove(&gone);
     }
-    for new in wanted.difference(&watched.clone()).cloned().collect::<Vec<_>>() {
+    for new in wanted
+        .difference(&watched.clone())
+        .cloned()
+        .collect::<Vec<_>>()
+    {
         match watcher.watch(&new, RecursiveMode::NonRecursive) {
             Ok(()) => {
                 watched.insert(new);
@@ -102,5 +112,8 @@ fn rewatch(watcher: &mut impl Watcher, watched: &mut BTreeSet<PathBuf>, berth: &
 }
 
 fn nearest_existing(p: &Path) -> PathBuf {
-    p.ancestors().find(|a| a.is_dir()).unwrap_or(Path::new("/")).to_path_buf()
+    p.ancestors()
+        .find(|a| a.is_dir())
+        .unwrap_or(Path::new("/"))
+        .to_path_buf()
 }

@@ -32,7 +32,7 @@ impl StoreError {
         match self {
             StoreError::DataDir { .. } => "action-required",
             StoreError::FutureVersion { .. } => "incompatible-version",
-            StoreError::NotRestorable { .. } => "invalid-response",
+            StoreError::NotRestorable { .. } => "action-required",
             StoreError::Sqlite { .. } => "temporarily-unavailable",
         }
     }

@@ -74,8 +74,10 @@ impl Store {
             .map_err(|e| OpenFailure::classify(e, path))?;
         // Reading the schema is the first real read of the file: a corrupt file fails here.
         let found = user_version(&conn).map_err(|e| OpenFailure::classify(e, path))?;
-        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
-            .map_err(|e| OpenFailure::classify(e, path))?;
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map_err(|e| OpenFailure::classify(e, path))?;
         if found > SCHEMA_VERSION {
             return Err(OpenFailure::Future(found));
         }
@@ -293,7 +295,10 @@ fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
     for suffix in ["-wal", "-shm"] {
         let companion = path.with_file_name(format!("{name}{suffix}"));
         if companion.exists() {
-            let _ = std::fs::rename(&companion, target.with_file_name(format!("{name}.corrupt-{stamp}{suffix}")));
+            let _ = std::fs::rename(
+                &companion,
+                target.with_file_name(format!("{name}.corrupt-{stamp}{suffix}")),
+            );
         }
     }
     Ok(target)

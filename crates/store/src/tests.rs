@@ -32,7 +32,11 @@ fn migrates_from_every_earlier_version_keeping_data() {
             }
         }
         let opened = Store::open(&path).unwrap();
-        assert_eq!(opened.store.schema_version().unwrap(), SCHEMA_VERSION, "from v{version}");
+        assert_eq!(
+            opened.store.schema_version().unwrap(),
+            SCHEMA_VERSION,
+            "from v{version}"
+        );
         if version >= 1 {
             assert_eq!(opened.store.meta("kept").unwrap().as_deref(), Some("yes"));
         }
@@ -88,7 +92,12 @@ fn backup_while_a_writer_is_active_restores_a_consistent_state() {
         target.restore_from(&file).unwrap();
         let a = target.meta("pair_a").unwrap();
         assert!(a.is_some());
-        assert_eq!(a, target.meta("pair_b").unwrap(), "torn copy in {}", file.display());
+        assert_eq!(
+            a,
+            target.meta("pair_b").unwrap(),
+            "torn copy in {}",
+            file.display()
+        );
         assert_eq!(target.schema_version().unwrap(), SCHEMA_VERSION);
     }
 }
@@ -125,7 +134,8 @@ fn a_database_from_a_newer_berth_is_refused_and_untouched() {
     let path = d.path().join("berth.db");
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 7).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 7)
+            .unwrap();
     }
     let before = std::fs::read(&path).unwrap();
     let err = Store::open(&path).err().expect("must refuse");

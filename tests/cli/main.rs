@@ -1,0 +1,10 @@
+//! The `berth` binary against scratch machines: JSON documents, schemas, exit codes.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod exit_codes;
+mod ledger;
+mod serve;
+mod status;
+mod store;

@@ -1,0 +1,123 @@
+//! `berth serve`: the token, the Host check, the port-in-use error.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+
+use crate::support::*;
+
+struct Serving {
+    child: Child,
+    url: String,
+    addr: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(s: &Sandbox, addr: &str) -> Result<Serving, serde_json::Value> {
+    let mut child = s
+        .berth(&["serve", "--json", "--addr", addr])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first stdout document is printed once the server listens (or failed).
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut text = String::new();
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 0 {
+        text.push_str(&line);
+        if line == "}\n" {
+            break;
+        }
+        line.clear();
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    if v.get("error").is_some() {
+        let _ = child.wait();
+        return Err(v);
+    }
+    assert_schema("serve", &v);
+    Ok(Serving {
+        url: v["serve"]["url"].as_str().unwrap().into(),
+        addr: v["serve"]["addr"].as_str().unwrap().into(),
+        child,
+    })
+}
+
+fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| *k == "Host") {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    stream.read_to_string(&mut resp).unwrap();
+    let status = resp.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn the_api_requires_the_token_and_the_loopback_host() {
+    let s = Sandbox::new();
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    let token = srv.url.split("token=").nth(1).unwrap().to_string();
+
+    assert_eq!(get(&srv.addr, "/api/status", &[]).0, 401);
+    assert_eq!(get(&srv.addr, "/api/status?token=wrong", &[]).0, 401);
+    let bearer = format!("Bearer {token}");
+    let (code, body) = get(&srv.addr, "/api/status", &[("Authorization", &bearer)]);
+    assert_eq!(code, 200);
+    let v: serde_json::Value = serde_json::from_str(body.trim()).unwrap_or_else(|_| {
+        // chunked encoding: take the JSON object between the first `{` and the last `}`
+        serde_json::from_str(&body[body.find('{').unwrap()..=body.rfind('}').unwrap()]).unwrap()
+    });
+    assert_schema("status", &v);
+    assert_eq!(
+        v["config_dirs"][0]["path"],
+        s.global_config().display().to_string()
+    );
+    // A page fetched under another host name (DNS rebinding) is refused.
+    let (code, _) = get(
+        &srv.addr,
+        &format!("/api/status?token={token}"),
+        &[("Host", "evil.example:80")],
+    );
+    assert_eq!(code, 403);
+    assert_eq!(get(&srv.addr, "/", &[]).0, 200);
+}
+
+#[test]
+fn a_port_in_use_is_an_error_that_names_the_port() {
+    let s = Sandbox::new();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let err = start(&s, &addr).err().expect("must fail");
+    assert_schema("error", &err);
+    assert_eq!(err["error"]["code"], "temporarily-unavailable");
+    let port = addr.rsplit(':').next().unwrap();
+    assert!(err["error"]["recovery"].as_str().unwrap().contains(port));
+}
+
+#[test]
+fn a_non_loopback_address_is_refused() {
+    let s = Sandbox::new();
+    let err = start(&s, "0.0.0.0:0").err().expect("must fail");
+    assert_schema("error", &err);
+    assert_eq!(err["error"]["code"], "policy-limited");
+}

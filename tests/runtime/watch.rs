@@ -1,0 +1,84 @@
+//! The watcher: a file created in a config folder (even one that did not exist) reaches
+//! subscribers as a snapshot event, with no polling.
+
+use std::time::{Duration, Instant};
+
+use berth_discovery::OpencodeEnv;
+use berth_runtime::{Berth, BerthOptions};
+
+fn open(dir: &std::path::Path) -> Berth {
+    let home = dir.join("home");
+    let project = dir.join("project");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let env = OpencodeEnv {
+        home,
+        cwd: project.clone(),
+        managed_config_dir: dir.join("managed"),
+        ..OpencodeEnv::default()
+    };
+    Berth::open(BerthOptions {
+        data_dir: dir.join("data"),
+        project,
+        env,
+        log_file: None,
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_new_plugin_file_in_a_folder_that_did_not_exist_is_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let berth = open(dir.path());
+    assert!(berth.status().sources.is_empty());
+    let mut events = berth.subscribe();
+    let _watch = berth_runtime::watch::watch(berth.clone()).unwrap();
+
+    let plugins = dir.path().join("home/.config/opencode/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let file = plugins.join("live.ts");
+    let started = Instant::now();
+    std::fs::write(
+        &file,
+        "export default { id: 'live', server: async () => ({}) }\n",
+    )
+    .unwrap();
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let event = rt.block_on(async {
+        loop {
+            let ev = tokio::time::timeout(Duration::from_secs(5), events.recv())
+                .await
+                .expect("an event within 5 s")
+                .unwrap();
+            if ev
+                .snapshot
+                .sources
+                .iter()
+                .any(|s| s.entry == file.display().to_string())
+            {
+                return ev;
+            }
+        }
+    });
+    assert_eq!(event.diff.added.len(), 1);
+    eprintln!("file change → event: {:?}", started.elapsed());
+
+    // Removing it is published too.
+    std::fs::remove_file(&file).unwrap();
+    let removed = rt.block_on(async {
+        loop {
+            let ev = tokio::time::timeout(Duration::from_secs(5), events.recv())
+                .await
+                .expect("an event within 5 s")
+                .unwrap();
+            if !ev.diff.removed.is_empty() {
+                return ev;
+            }
+        }
+    });
+    assert!(removed.snapshot.sources.is_empty());
+}

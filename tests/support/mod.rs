@@ -1,0 +1,152 @@
+//! Shared by the Rust integration tests: a scratch machine (HOME, XDG folders, a git project)
+//! and the real `berth` binary run against it with OpenCode's variables cleared.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Sandbox {
+    pub root: tempfile::TempDir,
+}
+
+impl Sandbox {
+    /// A fresh HOME and a git-initialised project under it.
+    pub fn new() -> Sandbox {
+        let root = tempfile::tempdir().unwrap();
+        let s = Sandbox { root };
+        std::fs::create_dir_all(s.home()).unwrap();
+        std::fs::create_dir_all(s.project()).unwrap();
+        git_init(&s.project());
+        s
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.root.path().join("home")
+    }
+    pub fn project(&self) -> PathBuf {
+        self.root.path().join("project")
+    }
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.path().join("data")
+    }
+    pub fn global_config(&self) -> PathBuf {
+        self.home().join(".config").join("opencode")
+    }
+
+    pub fn write(&self, rel_to_root: &str, text: &str) -> PathBuf {
+        let p = self.root.path().join(rel_to_root);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// `berth ARGS --data-dir D --project P` with this sandbox's environment.
+    pub fn berth(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(berth_bin());
+        c.args(args)
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--project")
+            .arg(self.project());
+        self.apply_env(&mut c);
+        c
+    }
+
+    pub fn apply_env(&self, c: &mut Command) {
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().into_owned();
+            if k.starts_with("OPENCODE_")
+                || k.starts_with("XDG_")
+                || k == "BERTH_MANAGED_CONFIG_DIR"
+            {
+                c.env_remove(&k);
+            }
+        }
+        c.env("HOME", self.home())
+            .env("BERTH_MANAGED_CONFIG_DIR", self.root.path().join("managed"))
+            .current_dir(self.project());
+    }
+
+    pub fn run_json(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        let out = self.berth(args).arg("--json").output().unwrap();
+        parse_json_output(&out)
+    }
+}
+
+pub fn parse_json_output(out: &Output) -> (i32, serde_json::Value) {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}):\n{text}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), value)
+}
+
+pub fn berth_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_berth"))
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf()
+}
+
+pub fn git_init(dir: &Path) {
+    let ok = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        // Worktree detection only needs the marker OpenCode looks for.
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+    }
+}
+
+/// Validates `value` against `docs/cli/<name>.schema.json` (with the shared definitions).
+pub fn assert_schema(name: &str, value: &serde_json::Value) {
+    let dir = repo_root().join("docs").join("cli");
+    let load = |n: &str| -> serde_json::Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{n}.schema.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let validator = jsonschema::options()
+        .with_retriever(SchemaDir(load("common")))
+        .build(&load(name))
+        .unwrap_or_else(|e| panic!("schema {name} does not compile: {e}"));
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "output does not match docs/cli/{name}.schema.json:\n{}\n{}",
+        errors.join("\n"),
+        serde_json::to_string_pretty(value).unwrap()
+    );
+}
+
+/// Resolves `urn:berth:cli:common` to the committed shared definitions; nothing else.
+struct SchemaDir(serde_json::Value);
+
+impl jsonschema::Retrieve for SchemaDir {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
+        if uri.as_str() == "urn:berth:cli:common" {
+            Ok(self.0.clone())
+        } else {
+            Err(format!("unknown schema {uri}").into())
+        }
+    }
+}

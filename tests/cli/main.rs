@@ -3,6 +3,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approval;
 mod exit_codes;
 mod ledger;
 mod serve;

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use berth_discovery::OpencodeEnv;
-use berth_runtime::{code, default_data_dir, Berth, BerthError, BerthOptions};
+use berth_runtime::{code, default_data_dir, Berth, BerthError, BerthOptions, Decision};
 use clap::{Parser, Subcommand};
 
 use output::Out;
@@ -45,6 +45,20 @@ enum Command {
     Status,
     /// Discovered plugins, tools and MCP servers, without running any of them.
     Sources,
+    /// Allow sources to run (by id, or every source waiting for a decision with --all).
+    Approve {
+        #[arg(required_unless_present = "all")]
+        ids: Vec<String>,
+        #[arg(long, conflicts_with = "ids")]
+        all: bool,
+    },
+    /// Refuse sources: they are never imported, and running ones are withdrawn.
+    Deny {
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Every approval decision, newest first, with the digests it applies to.
+    Approvals,
     /// Write a consistent copy of Berth's store to FILE.
     Backup { file: PathBuf },
     /// Replace Berth's store with the contents of FILE (made by `berth backup`).
@@ -124,6 +138,28 @@ fn run(cli: Cli, out: &Out) -> Result<(), BerthError> {
     match &cli.command {
         Command::Status => out.status(&berth.status()),
         Command::Sources => out.sources(&berth.status()),
+        Command::Approve { ids, all } => {
+            let ids = berth.decide(if *all { None } else { Some(ids) }, Decision::Allow, "cli")?;
+            out.done(
+                serde_json::json!({ "approved": ids }),
+                &format!(
+                    "approved: {}",
+                    if ids.is_empty() {
+                        "nothing was waiting".to_string()
+                    } else {
+                        ids.join(", ")
+                    }
+                ),
+            );
+        }
+        Command::Deny { ids } => {
+            let ids = berth.decide(Some(ids), Decision::Deny, "cli")?;
+            out.done(
+                serde_json::json!({ "denied": ids }),
+                &format!("denied: {}", ids.join(", ")),
+            );
+        }
+        Command::Approvals => out.approvals(&berth.approvals()?),
         Command::Backup { file } => {
             berth.backup(file)?;
             let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);

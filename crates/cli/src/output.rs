@@ -64,6 +64,32 @@ impl Out {
         }
     }
 
+    pub fn approvals(&self, rows: &[berth_store::ApprovalRow]) {
+        if self.json {
+            print_json(&serde_json::json!({ "approvals": rows }));
+            return;
+        }
+        if rows.is_empty() {
+            println!("No decisions yet.");
+        }
+        for r in rows {
+            let d = if r.decision == berth_store::Decision::Allow {
+                "allow"
+            } else {
+                "deny"
+            };
+            println!(
+                "{:<6} {:<40} {} on {} ({}), capabilities {}",
+                d,
+                r.source_id,
+                r.backend,
+                r.domain,
+                r.decided_by,
+                &r.capability_digest[..19]
+            );
+        }
+    }
+
     pub fn sources(&self, s: &StatusSnapshot) {
         if self.json {
             print_json(&serde_json::json!({ "sources": s.sources, "diagnostics": s.diagnostics }));

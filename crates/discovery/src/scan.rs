@@ -297,6 +297,8 @@ impl Scanner {
                 continue;
             };
             if !facts.syntax_errors.is_empty() {
+                // Facts from a file that does not parse are partial: treat it as unknown.
+                p.contents_unknown = true;
                 p.diagnostics.push(
                     Diagnostic::new(
                         "plugin-failed",

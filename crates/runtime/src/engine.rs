@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
 use berth_discovery::{OpencodeEnv, Scanner};
-use berth_store::{Recovery, Store};
+use berth_discovery::{SourceKind, SourceState};
+use berth_store::{ApprovalRow, Decision, NewApproval, Recovery, Store};
 use tokio::sync::broadcast;
 
+use crate::approval;
 use crate::error::{code, BerthError};
 use crate::runtimes::{self, RuntimeInfo};
 use crate::snapshot::*;
@@ -42,6 +44,8 @@ struct Inner {
     /// Per-file parse cache lives here, so rescans only re-read what changed.
     scanner: Mutex<Scanner>,
     runtimes: Vec<RuntimeInfo>,
+    /// This machine and user (`approval::execution_domain`).
+    domain: String,
     current: RwLock<Arc<StatusSnapshot>>,
     /// Content fingerprint of `current`, to publish only real changes.
     fingerprint: Mutex<String>,
@@ -83,6 +87,7 @@ impl Berth {
                 store_info,
                 scanner: Mutex::new(Scanner::new()),
                 runtimes,
+                domain: approval::execution_domain(),
                 current: RwLock::new(Arc::new(placeholder(&options))),
                 fingerprint: Mutex::new(String::new()),
                 events,
@@ -118,8 +123,26 @@ impl Berth {
             scanner.scan(&o.env, &o.project)
         };
         let g = &discovery.graph;
+        let backend = approval::backend_for(&self.inner.runtimes);
+        let sources: Vec<SourceView> = self.with_store(|store| {
+            discovery
+                .sources
+                .iter()
+                .map(|src| {
+                    let key = approval::key_for(src, &self.inner.domain, backend);
+                    let row = store.current_approval(&key).ok().flatten();
+                    let (state, view) = approval::evaluate(src, row.as_ref(), &key);
+                    let mut source = src.clone();
+                    source.state = state;
+                    SourceView {
+                        source,
+                        approval: view,
+                    }
+                })
+                .collect()
+        });
         let fingerprint = berth_discovery::sha256_hex(
-            serde_json::json!([g.dirs, g.files, discovery.sources, g.diagnostics, g.pure])
+            serde_json::json!([g.dirs, g.files, sources, g.diagnostics, g.pure])
                 .to_string()
                 .as_bytes(),
         );
@@ -149,9 +172,9 @@ impl Berth {
             config_files: g.files.clone(),
             pure: g.pure.clone(),
             runtimes: self.inner.runtimes.clone(),
-            counts: Counts::of(&discovery.sources),
+            counts: Counts::of(&sources),
             diagnostics: g.diagnostics.clone(),
-            sources: discovery.sources,
+            sources,
             revision: old.revision + 1,
         });
         let event = StatusEvent {
@@ -179,7 +202,10 @@ impl Berth {
     /// The folders a watcher should observe for the current graph.
     pub fn watch_roots(&self) -> Vec<PathBuf> {
         let s = self.status();
-        let mut roots: Vec<PathBuf> = s.config_dirs.iter().map(|d| d.path.clone()).collect();
+        // The data dir: another process (the CLI next to the app) committing a decision
+        // touches the WAL, and this process then shows it.
+        let mut roots: Vec<PathBuf> = vec![self.inner.options.data_dir.clone()];
+        roots.extend(s.config_dirs.iter().map(|d| d.path.clone()));
         for d in &s.config_dirs {
             for sub in ["plugin", "plugins", "tool", "tools"] {
                 roots.push(d.path.join(sub));
@@ -202,6 +228,77 @@ impl Berth {
         roots.dedup();
         roots.retain(|r| r.is_absolute());
         roots
+    }
+
+    /// Records `decision` for each id (all sources waiting for a decision with `ids = None`),
+    /// exactly as the current snapshot shows them, then rescans. Unknown ids fail the whole
+    /// call before anything is recorded.
+    pub fn decide(
+        &self,
+        ids: Option<&[String]>,
+        decision: Decision,
+        decided_by: &str,
+    ) -> Result<Vec<String>, BerthError> {
+        self.rescan();
+        let snapshot = self.status();
+        let chosen: Vec<&SourceView> = match ids {
+            Some(ids) => {
+                let mut out = Vec::new();
+                for id in ids {
+                    match snapshot.sources.iter().find(|s| &s.id == id) {
+                        Some(s) => out.push(s),
+                        None => {
+                            return Err(BerthError::new(
+                                code::INVALID_ARGUMENTS,
+                                "approval",
+                                format!("no source has the id `{id}`"),
+                                "list the ids with `berth sources`",
+                            ))
+                        }
+                    }
+                }
+                out
+            }
+            None => snapshot
+                .sources
+                .iter()
+                .filter(|s| s.state == SourceState::PendingApproval)
+                .collect(),
+        };
+        for s in &chosen {
+            if s.kind == SourceKind::Mcp || s.state == SourceState::Unsupported {
+                return Err(BerthError::new(
+                    code::UNSUPPORTED,
+                    "approval",
+                    format!("{} cannot be approved: it is not supported yet", s.id),
+                    "see the source's diagnostics",
+                )
+                .for_plugin(s.id.clone()));
+            }
+        }
+        let backend = approval::backend_for(&self.inner.runtimes);
+        self.with_store(|store| -> Result<(), BerthError> {
+            for s in &chosen {
+                let key = approval::key_for(s, &self.inner.domain, backend);
+                let shown = serde_json::to_value(&s.capabilities).unwrap_or_default();
+                store.record_approval(&NewApproval {
+                    key: &key,
+                    plugin_identity: &s.entry,
+                    decision,
+                    digest: &s.digest,
+                    capability_digest: &s.capability_digest,
+                    shown: &shown,
+                    decided_by,
+                })?;
+            }
+            Ok(())
+        })?;
+        self.rescan();
+        Ok(chosen.iter().map(|s| s.id.clone()).collect())
+    }
+
+    pub fn approvals(&self) -> Result<Vec<ApprovalRow>, BerthError> {
+        self.with_store(|s| s.approvals()).map_err(Into::into)
     }
 
     pub fn backup(&self, dest: &Path) -> Result<(), BerthError> {

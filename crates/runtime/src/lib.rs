@@ -11,6 +11,7 @@
 //! println!("{} sources", berth.status().sources.len());
 //! ```
 
+pub mod approval;
 mod engine;
 pub mod error;
 pub mod logging;
@@ -20,7 +21,8 @@ pub mod serve;
 pub mod snapshot;
 pub mod watch;
 
+pub use berth_store::Decision;
 pub use engine::{default_data_dir, Berth, BerthOptions};
 pub use error::{code, BerthError};
 pub use secret::Secret;
-pub use snapshot::{StatusEvent, StatusSnapshot};
+pub use snapshot::{SourceView, StatusEvent, StatusSnapshot};

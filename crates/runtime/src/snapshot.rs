@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use berth_discovery::{ConfigDir, ConfigFile, Diagnostic, Source, SourceState, Switch};
 use serde::Serialize;
 
+use crate::approval::ApprovalView;
 use crate::runtimes::RuntimeInfo;
 
 #[derive(Debug, Clone, Serialize)]
@@ -18,12 +19,27 @@ pub struct StatusSnapshot {
     pub config_files: Vec<ConfigFile>,
     pub pure: Switch,
     pub runtimes: Vec<RuntimeInfo>,
-    pub sources: Vec<Source>,
+    pub sources: Vec<SourceView>,
     pub counts: Counts,
     /// Graph-level diagnostics (source-level ones sit on each source).
     pub diagnostics: Vec<Diagnostic>,
     /// Moves whenever anything above changes.
     pub revision: u64,
+}
+
+/// A discovered source with what the approval plane says about it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceView {
+    #[serde(flatten)]
+    pub source: Source,
+    pub approval: ApprovalView,
+}
+
+impl std::ops::Deref for SourceView {
+    type Target = Source;
+    fn deref(&self) -> &Source {
+        &self.source
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -59,7 +75,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    pub fn of(sources: &[Source]) -> Counts {
+    pub fn of(sources: &[SourceView]) -> Counts {
         let mut c = Counts {
             sources: sources.len(),
             ..Counts::default()
@@ -73,7 +89,9 @@ impl Counts {
                 SourceState::LoadFailed
                 | SourceState::Paused
                 | SourceState::IncompatibleVersion => c.failed += 1,
-                SourceState::Unsupported | SourceState::PolicyLimited => c.unsupported += 1,
+                SourceState::Unsupported | SourceState::PolicyLimited | SourceState::Disabled => {
+                    c.unsupported += 1
+                }
                 _ => {}
             }
         }

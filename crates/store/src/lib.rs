@@ -10,10 +10,12 @@
 //! assert_eq!(opened.store.schema_version().unwrap(), berth_store::SCHEMA_VERSION);
 //! ```
 
+mod approvals;
 mod error;
 mod migrations;
 mod open;
 
+pub use approvals::{ApprovalKey, ApprovalRow, Decision, NewApproval};
 pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};

@@ -10,6 +10,22 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         key   TEXT PRIMARY KEY NOT NULL,
         value TEXT NOT NULL
     ) STRICT;",
+    // 2: the approval plane. Append-only: the newest row per (source, domain, backend) is the
+    // decision in force; older rows are the audit trail.
+    "CREATE TABLE approvals (
+        id                INTEGER PRIMARY KEY,
+        source_id         TEXT NOT NULL,
+        plugin_identity   TEXT NOT NULL,
+        domain            TEXT NOT NULL,
+        backend           TEXT NOT NULL,
+        decision          TEXT NOT NULL CHECK (decision IN ('allow', 'deny')),
+        digest            TEXT NOT NULL,
+        capability_digest TEXT NOT NULL,
+        shown_json        TEXT NOT NULL,
+        decided_by        TEXT NOT NULL,
+        decided_at_ms     INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX approvals_by_key ON approvals (source_id, domain, backend, id);",
 ];
 
 /// The schema version this build writes.

@@ -30,7 +30,7 @@ pub struct Opened {
     pub recovery: Option<Recovery>,
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

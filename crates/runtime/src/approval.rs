@@ -1,0 +1,224 @@
+//! The approval plane's rules: the key a decision applies to, and whether a source's current
+//! capabilities stay within what was approved (checkpoint one, before anything is prepared).
+//!
+//! Must not: import or prepare anything. The gate that re-checks immediately before an import
+//! lives with the host supervisor and calls [`gate`].
+
+use std::collections::BTreeSet;
+
+use berth_discovery::{Capabilities, Source, SourceKind, SourceState};
+use berth_store::{ApprovalKey, ApprovalRow, Decision, Store};
+use serde::Serialize;
+
+use crate::runtimes::{RuntimeInfo, RuntimeKind};
+
+/// This machine and OS user: approvals do not travel to another user or machine.
+pub fn execution_domain() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into());
+    // SAFETY: getuid has no failure mode and touches no memory of ours.
+    let uid = unsafe { libc::getuid() };
+    format!("{host}/uid-{uid}")
+}
+
+/// The backend a source would run on: Bun when available (OpenCode's runtime), else Node.
+pub fn backend_for(runtimes: &[RuntimeInfo]) -> RuntimeKind {
+    let usable = |k| runtimes.iter().any(|r| r.name == k && r.problem.is_none());
+    if usable(RuntimeKind::Bun) || !usable(RuntimeKind::Node) {
+        RuntimeKind::Bun
+    } else {
+        RuntimeKind::Node
+    }
+}
+
+pub fn key_for(source: &Source, domain: &str, backend: RuntimeKind) -> ApprovalKey {
+    ApprovalKey {
+        source_id: source.id.clone(),
+        domain: domain.to_string(),
+        backend: match backend {
+            RuntimeKind::Bun => "bun".into(),
+            RuntimeKind::Node => "node".into(),
+        },
+    }
+}
+
+/// What the status shows about a source's approval.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ApprovalView {
+    /// `allow`, `deny`, or null when nobody decided yet.
+    pub decision: Option<Decision>,
+    pub decided_at_ms: Option<i64>,
+    /// Capabilities that grew since the approval (non-empty ⇒ asked again).
+    pub grew: Vec<String>,
+    /// The backend and domain the decision applies to.
+    pub backend: String,
+    pub domain: String,
+}
+
+/// Applies the decision in force to `source`'s state.
+pub fn evaluate(
+    source: &Source,
+    row: Option<&ApprovalRow>,
+    key: &ApprovalKey,
+) -> (SourceState, ApprovalView) {
+    let mut view = ApprovalView {
+        decision: row.map(|r| r.decision),
+        decided_at_ms: row.map(|r| r.decided_at_ms),
+        grew: vec![],
+        backend: key.backend.clone(),
+        domain: key.domain.clone(),
+    };
+    if source.kind == SourceKind::Mcp || source.state == SourceState::Unsupported {
+        return (source.state, view);
+    }
+    let state = match row {
+        None => SourceState::PendingApproval,
+        Some(r) if r.decision == Decision::Deny => SourceState::Disabled,
+        Some(r) => {
+            let approved: Capabilities = capabilities_from_json(&r.shown);
+            view.grew = growth(&approved, &source.capabilities);
+            if !view.grew.is_empty() || (r.digest != source.digest && !identity_verifiable(source))
+            {
+                SourceState::PendingApproval
+            } else {
+                SourceState::Discovered
+            }
+        }
+    };
+    (state, view)
+}
+
+/// Local files are verified by their path and bytes; npm specs only once prepared.
+fn identity_verifiable(source: &Source) -> bool {
+    matches!(
+        source.kind,
+        SourceKind::StandaloneTool | SourceKind::FilePlugin
+    )
+}
+
+/// Rebuilds the comparable part of a shown capability summary.
+fn capabilities_from_json(v: &serde_json::Value) -> Capabilities {
+    let set = |k: &str| -> BTreeSet<String> {
+        v.get(k)
+            .and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Capabilities {
+        tools: set("tools").into_iter().collect(),
+        packages: set("packages"),
+        bun_apis: set("bun_apis"),
+        process: set("process"),
+        network: set("network"),
+        filesystem: set("filesystem"),
+        environment: set("environment"),
+        install_scripts: set("install_scripts"),
+        loads_computed_modules: v
+            .get("loads_computed_modules")
+            .and_then(|b| b.as_bool())
+            .unwrap_or(false),
+        contents_unknown: v
+            .get("contents_unknown")
+            .and_then(|b| b.as_bool())
+            .unwrap_or(false),
+        ..Capabilities::default()
+    }
+}
+
+/// What `now` can do that `approved` could not, in plain words.
+pub fn growth(approved: &Capabilities, now: &Capabilities) -> Vec<String> {
+    let mut grew = Vec::new();
+    let mut diff = |label: &str, a: &BTreeSet<String>, b: &BTreeSet<String>| {
+        let new: Vec<&String> = b.difference(a).collect();
+        if !new.is_empty() {
+            grew.push(format!(
+                "{label}: {}",
+                new.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    };
+    diff("starts programs", &approved.process, &now.process);
+    diff("uses the network", &approved.network, &now.network);
+    diff(
+        "reads or writes files",
+        &approved.filesystem,
+        &now.filesystem,
+    );
+    diff(
+        "reads the environment",
+        &approved.environment,
+        &now.environment,
+    );
+    diff("Bun APIs", &approved.bun_apis, &now.bun_apis);
+    diff("packages", &approved.packages, &now.packages);
+    diff(
+        "install scripts",
+        &approved.install_scripts,
+        &now.install_scripts,
+    );
+    let tools_a: BTreeSet<String> = approved.tools.iter().cloned().collect();
+    let tools_b: BTreeSet<String> = now.tools.iter().cloned().collect();
+    diff("tools", &tools_a, &tools_b);
+    if now.loads_computed_modules && !approved.loads_computed_modules {
+        grew.push("loads modules with computed names".into());
+    }
+    if now.contents_unknown && !approved.contents_unknown {
+        grew.push("contents can no longer be analysed".into());
+    }
+    grew
+}
+
+/// The gate at import: `source` may be imported on `backend` only if the decision in force
+/// allows it and its capabilities (re-read from the bytes about to be imported) did not grow.
+pub fn gate(
+    store: &Store,
+    source: &Source,
+    domain: &str,
+    backend: RuntimeKind,
+) -> Result<(), String> {
+    let key = key_for(source, domain, backend);
+    let row = store.current_approval(&key).map_err(|e| e.to_string())?;
+    match evaluate(source, row.as_ref(), &key) {
+        (SourceState::Discovered, _) => Ok(()),
+        (SourceState::Disabled, _) => Err(format!("{} is denied", source.id)),
+        (_, view) if !view.grew.is_empty() => Err(format!(
+            "{} grew since approval: {}",
+            source.id,
+            view.grew.join("; ")
+        )),
+        _ => Err(format!(
+            "{} is not approved for {} on {}",
+            source.id, key.backend, key.domain
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_names_exactly_what_grew() {
+        let mut a = Capabilities::default();
+        a.network.insert("fetch".into());
+        let mut b = a.clone();
+        assert!(growth(&a, &b).is_empty());
+        b.process.insert("Bun.spawn".into());
+        b.network.insert("fetch".into());
+        assert_eq!(
+            growth(&a, &b),
+            vec!["starts programs: Bun.spawn".to_string()]
+        );
+        // Shrinking is not growth.
+        assert!(growth(&b, &a).is_empty());
+    }
+}

@@ -1,0 +1,129 @@
+//! Approval rows: what the person decided about one source, for one execution domain and
+//! script backend, and exactly what they were shown.
+
+use rusqlite::{params, OptionalExtension, Row};
+use serde::Serialize;
+
+use crate::{Store, StoreError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Allow,
+    Deny,
+}
+
+impl Decision {
+    fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// The key a decision applies to (the capability digest is stored with it and compared).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApprovalKey {
+    pub source_id: String,
+    pub domain: String,
+    pub backend: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ApprovalRow {
+    pub id: i64,
+    pub source_id: String,
+    pub plugin_identity: String,
+    pub domain: String,
+    pub backend: String,
+    pub decision: Decision,
+    pub digest: String,
+    pub capability_digest: String,
+    /// The capability summary as shown when deciding (JSON).
+    pub shown: serde_json::Value,
+    pub decided_by: String,
+    pub decided_at_ms: i64,
+}
+
+/// A decision to record.
+pub struct NewApproval<'a> {
+    pub key: &'a ApprovalKey,
+    pub plugin_identity: &'a str,
+    pub decision: Decision,
+    pub digest: &'a str,
+    pub capability_digest: &'a str,
+    pub shown: &'a serde_json::Value,
+    pub decided_by: &'a str,
+}
+
+const COLUMNS: &str = "id, source_id, plugin_identity, domain, backend, decision, digest, capability_digest, shown_json, decided_by, decided_at_ms";
+
+fn row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
+    let decision: String = r.get(5)?;
+    let shown: String = r.get(8)?;
+    Ok(ApprovalRow {
+        id: r.get(0)?,
+        source_id: r.get(1)?,
+        plugin_identity: r.get(2)?,
+        domain: r.get(3)?,
+        backend: r.get(4)?,
+        decision: if decision == "allow" {
+            Decision::Allow
+        } else {
+            Decision::Deny
+        },
+        digest: r.get(6)?,
+        capability_digest: r.get(7)?,
+        shown: serde_json::from_str(&shown).unwrap_or(serde_json::Value::Null),
+        decided_by: r.get(9)?,
+        decided_at_ms: r.get(10)?,
+    })
+}
+
+impl Store {
+    /// Appends a decision; it becomes the one in force for its key.
+    pub fn record_approval(&self, a: &NewApproval<'_>) -> Result<i64, StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO approvals (source_id, plugin_identity, domain, backend, decision, digest, capability_digest, shown_json, decided_by, decided_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    a.key.source_id,
+                    a.plugin_identity,
+                    a.key.domain,
+                    a.key.backend,
+                    a.decision.as_str(),
+                    a.digest,
+                    a.capability_digest,
+                    a.shown.to_string(),
+                    a.decided_by,
+                    crate::open::now_ms(),
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The decision in force for `key`, if any.
+    pub fn current_approval(&self, key: &ApprovalKey) -> Result<Option<ApprovalRow>, StoreError> {
+        self.conn
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM approvals WHERE source_id = ?1 AND domain = ?2 AND backend = ?3 ORDER BY id DESC LIMIT 1"),
+                params![key.source_id, key.domain, key.backend],
+                row,
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every decision, newest first (the audit trail).
+    pub fn approvals(&self) -> Result<Vec<ApprovalRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("SELECT {COLUMNS} FROM approvals ORDER BY id DESC"))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], row).map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+}

@@ -45,6 +45,24 @@ enum Command {
     Status,
     /// Discovered plugins, tools and MCP servers, without running any of them.
     Sources,
+    /// The active tool catalog (activates approved sources).
+    Tools,
+    /// Call one tool through the full path and print its receipt.
+    Invoke {
+        tool: String,
+        /// Arguments: inline JSON or @file.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+    },
+    /// Receipts of calls, newest first.
+    Receipts {
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
     /// Allow sources to run (by id, or every source waiting for a decision with --all).
     Approve {
         #[arg(required_unless_present = "all")]
@@ -103,7 +121,8 @@ fn main() -> ExitCode {
     };
     let out = Out { json: cli.json };
     match run(cli, &out) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::FailedReported) => ExitCode::from(1),
         Err(e) => {
             out.error(&e);
             ExitCode::from(1)
@@ -133,7 +152,14 @@ fn open(cli: &Cli) -> Result<Berth, BerthError> {
     })
 }
 
-fn run(cli: Cli, out: &Out) -> Result<(), BerthError> {
+/// How a command ended when it did not return an error.
+enum Outcome {
+    Ok,
+    /// Failed, and stdout already says how (a failed receipt).
+    FailedReported,
+}
+
+fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
     let berth = open(&cli)?;
     match &cli.command {
         Command::Status => out.status(&berth.status()),
@@ -160,6 +186,39 @@ fn run(cli: Cli, out: &Out) -> Result<(), BerthError> {
             );
         }
         Command::Approvals => out.approvals(&berth.approvals()?),
+        Command::Tools => {
+            let act = block_on(async {
+                let act = berth.activate().await;
+                berth.shutdown_hosts().await;
+                act
+            })?;
+            out.tools(&act);
+        }
+        Command::Invoke {
+            tool,
+            args,
+            idempotency_key,
+            timeout_ms,
+        } => {
+            let args = json_arg(args, "--args")?;
+            let receipt = block_on(async {
+                let r = tokio::select! {
+                    r = berth.invoke(tool, args, idempotency_key.as_deref(), timeout_ms.map(std::time::Duration::from_millis)) => r,
+                    _ = tokio::signal::ctrl_c() => Err(BerthError::new(code::CANCELLED, "invoke", "interrupted", "run it again if you still need it")),
+                };
+                berth.shutdown_hosts().await;
+                r
+            })??;
+            let ok = receipt.status == berth_store::ReceiptStatus::Completed;
+            out.receipt(&receipt);
+            // The receipt on stdout carries the error; only the exit code is left to say.
+            return Ok(if ok {
+                Outcome::Ok
+            } else {
+                Outcome::FailedReported
+            });
+        }
+        Command::Receipts { limit } => out.receipts(&berth.receipts(*limit)?),
         Command::Backup { file } => {
             berth.backup(file)?;
             let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
@@ -177,7 +236,46 @@ fn run(cli: Cli, out: &Out) -> Result<(), BerthError> {
         }
         Command::Serve { addr } => serve(berth, *addr, out)?,
     }
-    Ok(())
+    Ok(Outcome::Ok)
+}
+
+fn block_on<T>(fut: impl std::future::Future<Output = T>) -> Result<T, BerthError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "cli",
+                format!("cannot start the async runtime: {e}"),
+                "retry",
+            )
+        })?;
+    Ok(rt.block_on(fut))
+}
+
+/// Inline JSON or `@file`.
+fn json_arg(raw: &str, flag: &str) -> Result<serde_json::Value, BerthError> {
+    let text = match raw.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            BerthError::new(
+                code::INVALID_ARGUMENTS,
+                "cli",
+                format!("cannot read {flag} file {path}: {e}"),
+                "check the path after @",
+            )
+        })?,
+        None => raw.to_string(),
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        BerthError::new(
+            code::INVALID_ARGUMENTS,
+            "cli",
+            format!("{flag} is not valid JSON: {e}"),
+            "pass a JSON object, e.g. --args '{\"city\":\"Oslo\"}'",
+        )
+    })
 }
 
 fn absolute(p: &std::path::Path) -> PathBuf {

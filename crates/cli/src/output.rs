@@ -64,6 +64,61 @@ impl Out {
         }
     }
 
+    pub fn tools(&self, act: &berth_runtime::catalog::Activation) {
+        if self.json {
+            print_json(&serde_json::json!({ "tools": act.tools, "problems": act.problems }));
+            return;
+        }
+        if act.tools.is_empty() {
+            println!("No active tools. Approve sources with `berth approve`.");
+        }
+        for t in &act.tools {
+            println!(
+                "{:<32} {:<40} {}",
+                t.name, t.provider.source_id, t.description
+            );
+        }
+        for p in &act.problems {
+            println!(
+                "! {} [{}] {} — {}",
+                p.plugin.as_deref().unwrap_or("berth"),
+                p.code,
+                p.message,
+                p.recovery
+            );
+        }
+    }
+
+    pub fn receipt(&self, r: &berth_store::Receipt) {
+        if self.json {
+            print_json(&serde_json::to_value(r).unwrap_or_default());
+            return;
+        }
+        match &r.error {
+            None => println!("{}", r.output.as_deref().unwrap_or("")),
+            Some(e) => eprintln!(
+                "berth: {} [{}] (receipt {})",
+                e.message, e.code, r.receipt_id
+            ),
+        }
+    }
+
+    pub fn receipts(&self, rows: &[berth_store::Receipt]) {
+        if self.json {
+            print_json(&serde_json::json!({ "receipts": rows }));
+            return;
+        }
+        for r in rows {
+            println!(
+                "{} {:<10} {:<24} {}",
+                r.receipt_id,
+                r.status.as_str(),
+                r.tool,
+                r.error.as_ref().map(|e| e.code.as_str()).unwrap_or("")
+            );
+        }
+    }
+
     pub fn approvals(&self, rows: &[berth_store::ApprovalRow]) {
         if self.json {
             print_json(&serde_json::json!({ "approvals": rows }));

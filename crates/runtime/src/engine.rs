@@ -13,7 +13,9 @@ use berth_store::{ApprovalRow, Decision, NewApproval, Recovery, Store};
 use tokio::sync::broadcast;
 
 use crate::approval;
+use crate::catalog::Catalog;
 use crate::error::{code, BerthError};
+use crate::host::{HostLayout, HostSupervisor};
 use crate::runtimes::{self, RuntimeInfo};
 use crate::snapshot::*;
 
@@ -50,6 +52,9 @@ struct Inner {
     /// Content fingerprint of `current`, to publish only real changes.
     fingerprint: Mutex<String>,
     events: broadcast::Sender<StatusEvent>,
+    /// Started on first use (needs a tokio runtime); owns every plugin host.
+    supervisor: tokio::sync::OnceCell<Arc<HostSupervisor>>,
+    catalog: Mutex<Catalog>,
 }
 
 impl Berth {
@@ -79,6 +84,16 @@ impl Berth {
             schema_version: opened.store.schema_version()?,
             moved_aside,
         };
+        // Calls left open by a process that died are `unknown` now, never replayed.
+        let settled = opened.store.settle_orphaned_receipts(|pid, start| {
+            crate::host::procs::start_time(pid) == Some(start)
+        })?;
+        if settled > 0 {
+            tracing::warn!(
+                settled,
+                "receipts of calls interrupted by a crash are now `unknown`"
+            );
+        }
         let runtimes = runtimes::probe_all();
         let (events, _) = broadcast::channel(64);
         let berth = Berth {
@@ -91,11 +106,49 @@ impl Berth {
                 current: RwLock::new(Arc::new(placeholder(&options))),
                 fingerprint: Mutex::new(String::new()),
                 events,
+                supervisor: tokio::sync::OnceCell::new(),
+                catalog: Mutex::new(Catalog::default()),
                 options,
             }),
         };
         berth.rescan();
         Ok(berth)
+    }
+
+    pub(crate) fn domain(&self) -> &str {
+        &self.inner.domain
+    }
+
+    pub(crate) fn runtimes(&self) -> Vec<RuntimeInfo> {
+        self.inner.runtimes.clone()
+    }
+
+    pub(crate) fn catalog(&self) -> &Mutex<Catalog> {
+        &self.inner.catalog
+    }
+
+    pub(crate) async fn inner_supervisor(&self) -> Result<Arc<HostSupervisor>, BerthError> {
+        self.inner
+            .supervisor
+            .get_or_try_init(|| async {
+                let layout = HostLayout::locate(&self.inner.options.data_dir).ok_or_else(|| {
+                    BerthError::new(code::TEMPORARILY_UNAVAILABLE, "host", "the plugin host code or its dependencies were not found", "run scripts/setup (it installs .tools/host-deps), or set BERTH_HOST_DIR and BERTH_HOST_DEPS")
+                })?;
+                Ok(Arc::new(HostSupervisor::new(layout, self.inner.runtimes.clone())))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Stops every plugin host (their trees are killed and reaped).
+    pub async fn shutdown_hosts(&self) {
+        if let Some(s) = self.inner.supervisor.get() {
+            s.shutdown().await;
+        }
+    }
+
+    pub fn receipts(&self, limit: usize) -> Result<Vec<berth_store::Receipt>, BerthError> {
+        self.with_store(|s| s.receipts(limit)).map_err(Into::into)
     }
 
     pub fn options(&self) -> &BerthOptions {

@@ -12,8 +12,10 @@
 //! ```
 
 pub mod approval;
+pub mod catalog;
 mod engine;
 pub mod error;
+pub mod host;
 pub mod logging;
 pub mod runtimes;
 pub mod secret;

@@ -14,11 +14,13 @@ mod approvals;
 mod error;
 mod migrations;
 mod open;
+mod receipts;
 
 pub use approvals::{ApprovalKey, ApprovalRow, Decision, NewApproval};
 pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};
+pub use receipts::{Accepted, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
 
 #[cfg(test)]
 mod tests;

@@ -26,6 +26,27 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         decided_at_ms     INTEGER NOT NULL
     ) STRICT;
     CREATE INDEX approvals_by_key ON approvals (source_id, domain, backend, id);",
+    // 3: receipts, written before a call starts (seed 002). `owner_*` identify the process
+    // that ran the call, so another process can tell a crashed owner from a live one.
+    "CREATE TABLE receipts (
+        receipt_id      TEXT PRIMARY KEY NOT NULL,
+        idempotency_key TEXT UNIQUE,
+        tool            TEXT NOT NULL,
+        source_id       TEXT NOT NULL,
+        status          TEXT NOT NULL CHECK (status IN ('accepted', 'running', 'completed', 'failed', 'cancelled', 'unknown')),
+        args_digest     TEXT NOT NULL,
+        title           TEXT,
+        output          TEXT,
+        metadata_json   TEXT,
+        error_code      TEXT,
+        error_message   TEXT,
+        owner_pid       INTEGER NOT NULL,
+        owner_start     INTEGER NOT NULL,
+        created_at_ms   INTEGER NOT NULL,
+        updated_at_ms   INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX receipts_by_time ON receipts (created_at_ms DESC);
+    CREATE INDEX receipts_open ON receipts (status) WHERE status IN ('accepted', 'running');",
 ];
 
 /// The schema version this build writes.

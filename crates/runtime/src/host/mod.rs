@@ -1,0 +1,754 @@
+//! The host supervisor: spawns plugin hosts (`host/berth-host.mjs` on Bun or Node), speaks the
+//! protocol with them, and turns every way a call can end into one outcome — result, error,
+//! timeout, cancel, overload, or a lost process — without ever replaying a call.
+//!
+//! Invariant: only this module holds child process handles; a call whose host dies is failed
+//! with `process-lost`/`worker-lost`, never sent again.
+
+pub mod procs;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use berth_protocol::{
+    decode, encode, read_frame, CallKind, FromHost, ToHost, WireError, PROTOCOL_VERSION,
+};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
+
+use crate::error::{code, BerthError};
+use crate::runtimes::{RuntimeInfo, RuntimeKind};
+
+/// Cancel first signals the plugin's AbortSignal; this long later the process tree is killed.
+pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
+/// A request not acknowledged within this long marks the host unresponsive.
+pub const ACK_TIMEOUT: Duration = Duration::from_secs(3);
+/// The default deadline of a tool call.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Calls waiting or running per host, at most; more are refused with `overloaded`.
+pub const QUEUE_LIMIT: usize = 64;
+/// Crashes within [`RESTART_WINDOW`] after which a backend is paused.
+pub const RESTART_BUDGET: usize = 3;
+pub const RESTART_WINDOW: Duration = Duration::from_secs(300);
+/// Bytes of the host's stdout/stderr kept for diagnostics (the rest is counted and dropped).
+const LOG_KEEP: usize = 64 * 1024;
+
+/// Where the host code and its npm dependencies are.
+#[derive(Debug, Clone)]
+pub struct HostLayout {
+    pub script: PathBuf,
+    pub deps_dir: PathBuf,
+    pub run_dir: PathBuf,
+}
+
+impl HostLayout {
+    /// `BERTH_HOST_DIR` / `BERTH_HOST_DEPS`, else `host/` and `.tools/host-deps` found above
+    /// the running executable (a checkout), else next to it (an install).
+    pub fn locate(data_dir: &std::path::Path) -> Option<HostLayout> {
+        let env_path = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let exe = std::env::current_exe().ok()?;
+        let mut script = env_path("BERTH_HOST_DIR").map(|d| d.join("berth-host.mjs"));
+        let mut deps = env_path("BERTH_HOST_DEPS");
+        for a in exe.ancestors().skip(1) {
+            if script.is_none() && a.join("host/berth-host.mjs").is_file() {
+                script = Some(a.join("host/berth-host.mjs"));
+            }
+            if deps.is_none() && a.join(".tools/host-deps/node_modules").is_dir() {
+                deps = Some(a.join(".tools/host-deps"));
+            }
+        }
+        // Unix socket paths are short (108 bytes): keep them under the temp dir, per user.
+        // SAFETY: getuid has no failure mode.
+        let uid = unsafe { libc::getuid() };
+        let run_dir = std::env::temp_dir().join(format!("berth-{uid}"));
+        let _ = data_dir;
+        Some(HostLayout {
+            script: script?,
+            deps_dir: deps?,
+            run_dir,
+        })
+    }
+}
+
+/// How a call ended without a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl CallError {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        CallError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+fn stable_code(wire: &str) -> &'static str {
+    match wire {
+        "action-required" => code::ACTION_REQUIRED,
+        "unsupported" => code::UNSUPPORTED,
+        "invalid-arguments" => code::INVALID_ARGUMENTS,
+        "invalid-response" => code::INVALID_RESPONSE,
+        "cancelled" => code::CANCELLED,
+        "timeout" => code::TIMEOUT,
+        _ => code::PLUGIN_FAILED,
+    }
+}
+
+/// One call's options.
+#[derive(Clone)]
+pub struct CallOptions {
+    pub timeout: Duration,
+    /// Cancelling this token cancels the call (a caller that gives up).
+    pub cancel: Arc<Notify>,
+    /// `ctx.metadata()` updates, if the caller wants them.
+    pub metadata: Option<mpsc::UnboundedSender<(Option<String>, Value)>>,
+    /// How a lost process is reported: `worker-lost` for standalone tools.
+    pub lost_code: &'static str,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        CallOptions {
+            timeout: DEFAULT_TOOL_TIMEOUT,
+            cancel: Arc::new(Notify::new()),
+            metadata: None,
+            lost_code: code::PROCESS_LOST,
+        }
+    }
+}
+
+struct Pending {
+    tx: oneshot::Sender<Result<Value, CallError>>,
+    acked: bool,
+    meta: Option<mpsc::UnboundedSender<(Option<String>, Value)>>,
+}
+
+/// Facts about a running host, for the status page.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostInfo {
+    pub backend: RuntimeKind,
+    pub pid: u32,
+    pub generation: u64,
+    pub rss_bytes: u64,
+    pub instances: Vec<String>,
+    pub dropped_frames: u64,
+}
+
+/// One running host process.
+pub struct Host {
+    pub backend: RuntimeKind,
+    pub generation: u64,
+    pub pid: u32,
+    writer: mpsc::Sender<Vec<u8>>,
+    pending: Mutex<HashMap<u64, Pending>>,
+    next_id: AtomicU64,
+    lost: AtomicBool,
+    /// Set by a deliberate shutdown, so its end is not reported as a loss.
+    stopping: AtomicBool,
+    lost_notify: Notify,
+    queue: Arc<Semaphore>,
+    /// Frames dropped: late, duplicate or unknown ids.
+    dropped: AtomicU64,
+    pub loaded: Mutex<HashSet<String>>,
+    logs: Arc<Mutex<VecDeque<u8>>>,
+}
+
+impl Host {
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// The last bytes the host (and its plugins) wrote to stdout/stderr.
+    pub fn recent_output(&self) -> String {
+        let logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&logs.iter().copied().collect::<Vec<u8>>()).into_owned()
+    }
+
+    pub fn info(&self) -> HostInfo {
+        HostInfo {
+            backend: self.backend,
+            pid: self.pid,
+            generation: self.generation,
+            rss_bytes: procs::rss_bytes(self.pid),
+            instances: self
+                .loaded
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned()
+                .collect(),
+            dropped_frames: self.dropped.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Kills the host's process tree and fails its in-flight calls (never replayed).
+    pub fn kill(&self, why: &str) {
+        procs::kill_group(self.pid as i32);
+        self.mark_lost(why);
+        procs::reclaim_orphans(&HashSet::new());
+    }
+
+    fn mark_lost(&self, why: &str) {
+        if self.lost.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if self.stopping.load(Ordering::SeqCst) {
+            tracing::info!(
+                pid = self.pid,
+                generation = self.generation,
+                "plugin host stopped"
+            );
+        } else {
+            tracing::warn!(
+                pid = self.pid,
+                generation = self.generation,
+                why,
+                "plugin host lost"
+            );
+        }
+        let pending: Vec<Pending> = self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        for p in pending {
+            let _ = p.tx.send(Err(CallError::new(
+                code::PROCESS_LOST,
+                format!("the plugin host stopped ({why}); the call was not repeated"),
+            )));
+        }
+        self.lost_notify.notify_waiters();
+    }
+
+    /// Sends one request and waits for its outcome.
+    pub async fn call(
+        &self,
+        instance: &str,
+        kind: CallKind,
+        body: Value,
+        opts: CallOptions,
+    ) -> Result<Value, CallError> {
+        if self.is_lost() {
+            return Err(CallError::new(
+                opts.lost_code,
+                "the plugin host is not running",
+            ));
+        }
+        let Ok(_permit) = self.queue.clone().try_acquire_owned() else {
+            return Err(CallError::new(
+                code::OVERLOADED,
+                format!(
+                    "more than {QUEUE_LIMIT} calls are waiting for this host; try again shortly"
+                ),
+            ));
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let input_digest = berth_discovery::sha256_hex(body.to_string().as_bytes());
+        let frame = encode(&ToHost::Req {
+            v: PROTOCOL_VERSION,
+            id,
+            instance: instance.to_string(),
+            kind,
+            deadline_ms: opts.timeout.as_millis() as u64,
+            cancel_id: id,
+            input_digest,
+            body,
+        })
+        .map_err(|e| CallError::new(code::INVALID_ARGUMENTS, e.to_string()))?;
+        let (tx, mut rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                id,
+                Pending {
+                    tx,
+                    acked: false,
+                    meta: opts.metadata.clone(),
+                },
+            );
+        if self.writer.send(frame).await.is_err() {
+            self.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            return Err(CallError::new(
+                opts.lost_code,
+                "the plugin host is not running",
+            ));
+        }
+        // A caller that gives up (drops this future) cancels the call like an explicit cancel.
+        let mut guard = GiveUpGuard {
+            host: self,
+            id,
+            armed: true,
+        };
+        let ack_deadline = tokio::time::sleep(ACK_TIMEOUT);
+        tokio::pin!(ack_deadline);
+        let deadline = tokio::time::sleep(opts.timeout);
+        tokio::pin!(deadline);
+        let mut ack_checked = false;
+        let outcome = loop {
+            tokio::select! {
+                r = &mut rx => break r.unwrap_or_else(|_| Err(CallError::new(opts.lost_code, "the plugin host stopped; the call was not repeated"))),
+                _ = &mut ack_deadline, if !ack_checked => {
+                    ack_checked = true;
+                    let acked = self.pending.lock().unwrap_or_else(|p| p.into_inner()).get(&id).map(|p| p.acked).unwrap_or(true);
+                    if !acked {
+                        self.kill("a request was not acknowledged within 3 s (unresponsive)");
+                    }
+                }
+                _ = &mut deadline => break self.abort(id, &mut rx, code::TIMEOUT, format!("the call did not finish within {} ms", opts.timeout.as_millis())).await,
+                _ = opts.cancel.notified() => break self.abort(id, &mut rx, code::CANCELLED, "cancelled by the caller".to_string()).await,
+            }
+        };
+        guard.armed = false;
+        match outcome {
+            Err(e) if e.code == code::PROCESS_LOST => {
+                Err(CallError::new(opts.lost_code, e.message))
+            }
+            other => other,
+        }
+    }
+
+    /// Cancel: the AbortSignal first; after the grace, the whole tree is killed.
+    async fn abort(
+        &self,
+        id: u64,
+        rx: &mut oneshot::Receiver<Result<Value, CallError>>,
+        code: &'static str,
+        message: String,
+    ) -> Result<Value, CallError> {
+        if let Ok(frame) = encode(&ToHost::Cancel {
+            v: PROTOCOL_VERSION,
+            cancel_id: id,
+        }) {
+            let _ = self.writer.try_send(frame);
+        }
+        match tokio::time::timeout(CANCEL_GRACE, &mut *rx).await {
+            // The plugin honoured the signal and ended (either way, the caller asked to stop).
+            Ok(_) => {}
+            Err(_) => {
+                self.pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+                self.kill(&format!(
+                    "a call did not stop within {} ms of its cancel",
+                    CANCEL_GRACE.as_millis()
+                ));
+            }
+        }
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        Err(CallError::new(code, message))
+    }
+
+    fn on_frame(&self, msg: FromHost) {
+        match msg {
+            FromHost::Ack { id, .. } => match self
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_mut(&id)
+            {
+                Some(p) => p.acked = true,
+                None => self.drop_frame("ack", id),
+            },
+            FromHost::Res {
+                id,
+                ok,
+                value,
+                error,
+                ..
+            } => {
+                let pending = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
+                match pending {
+                    Some(p) => {
+                        let outcome = if ok {
+                            Ok(value)
+                        } else {
+                            let WireError { code, message } = error.unwrap_or(WireError {
+                                code: "plugin-failed".into(),
+                                message: "the plugin failed without a message".into(),
+                            });
+                            Err(CallError::new(stable_code(&code), message))
+                        };
+                        let _ = p.tx.send(outcome);
+                    }
+                    None => self.drop_frame("result", id),
+                }
+            }
+            FromHost::Meta {
+                id,
+                title,
+                metadata,
+                ..
+            } => {
+                if let Some(Some(tx)) = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&id)
+                    .map(|p| p.meta.clone())
+                {
+                    let _ = tx.send((title, metadata));
+                }
+            }
+            FromHost::Hello { .. } => self.drop_frame("second hello", 0),
+        }
+    }
+
+    fn drop_frame(&self, what: &str, id: u64) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(
+            pid = self.pid,
+            what,
+            id,
+            "dropped a late, duplicate or unknown frame"
+        );
+    }
+}
+
+struct GiveUpGuard<'h> {
+    host: &'h Host,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for GiveUpGuard<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        if let Ok(frame) = encode(&ToHost::Cancel {
+            v: PROTOCOL_VERSION,
+            cancel_id: self.id,
+        }) {
+            let _ = self.host.writer.try_send(frame);
+        }
+        self.host
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.id);
+    }
+}
+
+/// Owns the hosts: one per backend (execution domain and policy are one each for now).
+pub struct HostSupervisor {
+    layout: HostLayout,
+    runtimes: Vec<RuntimeInfo>,
+    hosts: tokio::sync::Mutex<HashMap<RuntimeKind, Arc<Host>>>,
+    generation: AtomicU64,
+    crashes: Mutex<HashMap<RuntimeKind, Vec<Instant>>>,
+}
+
+impl HostSupervisor {
+    pub fn new(layout: HostLayout, runtimes: Vec<RuntimeInfo>) -> HostSupervisor {
+        procs::become_subreaper();
+        HostSupervisor {
+            layout,
+            runtimes,
+            hosts: Default::default(),
+            generation: AtomicU64::new(1),
+            crashes: Default::default(),
+        }
+    }
+
+    pub async fn hosts(&self) -> Vec<HostInfo> {
+        self.hosts
+            .lock()
+            .await
+            .values()
+            .filter(|h| !h.is_lost())
+            .map(|h| h.info())
+            .collect()
+    }
+
+    /// The live host for `backend`, starting one if needed (within the restart budget).
+    pub async fn host(&self, backend: RuntimeKind) -> Result<Arc<Host>, BerthError> {
+        let mut hosts = self.hosts.lock().await;
+        if let Some(h) = hosts.get(&backend) {
+            if !h.is_lost() {
+                return Ok(h.clone());
+            }
+            let mut crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
+            let list = crashes.entry(backend).or_default();
+            list.push(Instant::now());
+            list.retain(|t| t.elapsed() < RESTART_WINDOW);
+            if list.len() >= RESTART_BUDGET {
+                return Err(BerthError::new(
+                    code::TEMPORARILY_UNAVAILABLE,
+                    "host",
+                    format!("the {backend:?} plugin host stopped {RESTART_BUDGET} times within {} minutes and is paused", RESTART_WINDOW.as_secs() / 60),
+                    "look at the failing plugin's diagnostics, then resume it from the status page or restart Berth",
+                ));
+            }
+        }
+        let host = self.spawn(backend).await?;
+        hosts.insert(backend, host.clone());
+        Ok(host)
+    }
+
+    async fn spawn(&self, backend: RuntimeKind) -> Result<Arc<Host>, BerthError> {
+        let unavailable = |msg: String| {
+            BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "host",
+                msg,
+                "run scripts/setup, or set BERTH_BUN / BERTH_NODE",
+            )
+        };
+        let rt = self
+            .runtimes
+            .iter()
+            .find(|r| r.name == backend && r.problem.is_none())
+            .and_then(|r| r.path.clone())
+            .ok_or_else(|| unavailable(format!("no usable {backend:?} runtime")))?;
+        std::fs::create_dir_all(&self.layout.run_dir).map_err(|e| {
+            unavailable(format!(
+                "cannot create {}: {e}",
+                self.layout.run_dir.display()
+            ))
+        })?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(
+                &self.layout.run_dir,
+                std::fs::Permissions::from_mode(0o700),
+            );
+        }
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let secret = random_hex(24);
+        let sock_path = self
+            .layout
+            .run_dir
+            .join(format!("h{}-{generation}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&sock_path);
+        let listener = UnixListener::bind(&sock_path)
+            .map_err(|e| unavailable(format!("cannot listen on {}: {e}", sock_path.display())))?;
+
+        let mut cmd = tokio::process::Command::new(&rt);
+        if backend == RuntimeKind::Node {
+            cmd.arg("--no-warnings");
+        }
+        cmd.arg(&self.layout.script)
+            .env("BERTH_HOST_SOCKET", &sock_path)
+            .env("BERTH_HOST_SECRET", &secret)
+            .env("BERTH_HOST_GENERATION", generation.to_string())
+            .env("BERTH_HOST_DEPS", &self.layout.deps_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| unavailable(format!("cannot start {}: {e}", rt.display())))?;
+        let pid = child.id().unwrap_or(0);
+        let logs = Arc::new(Mutex::new(VecDeque::with_capacity(4096)));
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+            child.stderr.take().map(|s| Box::new(s) as _),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            tokio::spawn(capture(stream, logs.clone()));
+        }
+
+        // The first connection that presents the secret and generation wins; anything else is
+        // closed. The host has 10 s to say hello.
+        let stream = tokio::time::timeout(
+            Duration::from_secs(10),
+            accept_hello(&listener, &secret, generation),
+        )
+        .await;
+        let _ = std::fs::remove_file(&sock_path);
+        let stream = match stream {
+            Ok(Ok(s)) => s,
+            other => {
+                procs::kill_group(pid as i32);
+                let _ = child.kill().await;
+                let out = String::from_utf8_lossy(
+                    &logs
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .iter()
+                        .copied()
+                        .collect::<Vec<u8>>(),
+                )
+                .into_owned();
+                let why = match other {
+                    Ok(Err(e)) => e,
+                    _ => "it did not connect within 10 s".into(),
+                };
+                return Err(BerthError::new(
+                    code::PLUGIN_FAILED,
+                    "host",
+                    format!(
+                        "the {backend:?} plugin host did not start: {why}; its output: {}",
+                        out.trim()
+                    ),
+                    "run scripts/setup; if it persists, report the output",
+                ));
+            }
+        };
+        // Later connections to this listener are refused by dropping it here (the path is gone).
+        drop(listener);
+        let (mut rd, mut wr) = stream.into_split();
+        let (writer, mut write_rx) = mpsc::channel::<Vec<u8>>(QUEUE_LIMIT * 2);
+        let host = Arc::new(Host {
+            backend,
+            generation,
+            pid,
+            writer,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            lost: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            lost_notify: Notify::new(),
+            queue: Arc::new(Semaphore::new(QUEUE_LIMIT)),
+            dropped: AtomicU64::new(0),
+            loaded: Mutex::new(HashSet::new()),
+            logs,
+        });
+        tokio::spawn(async move {
+            while let Some(frame) = write_rx.recv().await {
+                if wr.write_all(&frame).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let weak = Arc::downgrade(&host);
+        tokio::spawn(async move {
+            loop {
+                let frame = read_frame(&mut rd).await;
+                let Some(host) = weak.upgrade() else { return };
+                let why = match frame.map(|b| decode(&b)) {
+                    Ok(Ok(msg)) => {
+                        host.on_frame(msg);
+                        continue;
+                    }
+                    // Garbage on the channel: it can no longer be trusted.
+                    Ok(Err(e)) => format!("it sent a malformed frame ({e})"),
+                    Err(berth_protocol::FrameError::TooLarge(n)) => {
+                        format!("it sent a {n}-byte frame, over the 8 MiB limit")
+                    }
+                    Err(other) => format!("its channel closed ({other})"),
+                };
+                host.kill(&why);
+                return;
+            }
+        });
+        // The task owns the child: its exit marks the host lost; dropping it kills the child.
+        let weak = Arc::downgrade(&host);
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            if let Some(host) = weak.upgrade() {
+                host.kill(&format!(
+                    "the process exited ({})",
+                    status
+                        .map(|s| s.to_string())
+                        .unwrap_or_else(|e| e.to_string())
+                ));
+            }
+        });
+        Ok(host)
+    }
+
+    /// Stops every host and reclaims their trees.
+    pub async fn shutdown(&self) {
+        for (_, h) in self.hosts.lock().await.drain() {
+            h.stopping.store(true, Ordering::SeqCst);
+            h.kill("Berth is shutting down");
+        }
+    }
+}
+
+async fn accept_hello(
+    listener: &UnixListener,
+    secret: &str,
+    generation: u64,
+) -> Result<UnixStream, String> {
+    loop {
+        let (mut stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        let hello = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut stream)).await;
+        match hello {
+            Ok(Ok(bytes)) => match decode(&bytes) {
+                Ok(FromHost::Hello {
+                    v,
+                    secret: s,
+                    generation: g,
+                    ..
+                }) if v == PROTOCOL_VERSION
+                    && g == generation
+                    && constant_time_eq(s.as_bytes(), secret.as_bytes()) =>
+                {
+                    return Ok(stream)
+                }
+                Ok(FromHost::Hello { v, .. }) if v != PROTOCOL_VERSION => {
+                    return Err(format!(
+                        "it speaks protocol {v}, Berth speaks {PROTOCOL_VERSION}"
+                    ))
+                }
+                _ => tracing::warn!("refused a connection without the host's secret"),
+            },
+            _ => tracing::warn!("refused a connection that sent no hello"),
+        }
+    }
+}
+
+async fn capture(
+    mut stream: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+    logs: Arc<Mutex<VecDeque<u8>>>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        let mut l = logs.lock().unwrap_or_else(|p| p.into_inner());
+        l.extend(&buf[..n]);
+        while l.len() > LOG_KEEP {
+            l.pop_front();
+        }
+    }
+}
+
+fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes).expect("the OS random source is available");
+    hex::encode(bytes)
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

@@ -1,0 +1,105 @@
+//! Process-tree control for plugin hosts (Unix): own process group per host, the supervisor
+//! as child subreaper so descendants that leave the group still come back to it, and a kill
+//! that takes the group and every reparented descendant.
+//!
+//! Invariant: only the supervisor holds child process handles and sends these signals.
+
+use std::collections::HashSet;
+
+/// Makes this process the subreaper of its descendants (Linux), once.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag and no pointers.
+            let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+            if rc != 0 {
+                tracing::warn!(
+                    "cannot become child subreaper; detached plugin processes may outlive a kill"
+                );
+            }
+        });
+    }
+}
+
+/// SIGKILL to the whole process group.
+pub fn kill_group(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: kill with a negative pid signals a process group; no memory is touched.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+}
+
+/// Kills and reaps every process that was reparented to us (descendants that escaped their
+/// group with setsid) except `keep` (live hosts' pids). Returns how many were reclaimed.
+pub fn reclaim_orphans(keep: &HashSet<u32>) -> usize {
+    let me = std::process::id();
+    let mut reclaimed = 0;
+    for _round in 0..5 {
+        let orphans: Vec<u32> = children_of(me)
+            .into_iter()
+            .filter(|p| !keep.contains(p))
+            .collect();
+        if orphans.is_empty() {
+            break;
+        }
+        for pid in orphans {
+            // SAFETY: plain signal and wait on a pid that is our child.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+                let mut status = 0;
+                libc::waitpid(pid as i32, &mut status, 0);
+            }
+            reclaimed += 1;
+        }
+    }
+    reclaimed
+}
+
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Field 4 (ppid) follows the `(comm)` field, which may contain spaces.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Resident set size of `pid` in bytes (0 when unknown).
+pub fn rss_bytes(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
+}
+
+/// A process's start time (clock ticks since boot), to tell a live owner from a reused pid.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}

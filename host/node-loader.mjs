@@ -1,0 +1,34 @@
+// Node's module hooks for the plugin host: bare imports fall back to Berth's deps dir, and
+// TypeScript files are stripped to JavaScript (Node 20 has no type stripping) with sucrase.
+// The module keeps its real URL, so import.meta.url stays true.
+import { createRequire } from "node:module"
+import { readFile } from "node:fs/promises"
+import { pathToFileURL, fileURLToPath } from "node:url"
+
+let depsParent
+let transform
+
+export async function initialize({ depsDir }) {
+  depsParent = pathToFileURL(depsDir.replace(/\/?$/, "/")).href
+  const require = createRequire(depsParent + "package.json")
+  transform = require("sucrase").transform
+}
+
+export async function resolve(specifier, context, next) {
+  try {
+    return await next(specifier, context)
+  } catch (err) {
+    const bare = /^[^./]/.test(specifier) && !specifier.startsWith("node:") && !specifier.startsWith("file:")
+    if (!bare) throw err
+    return next(specifier, { ...context, parentURL: depsParent })
+  }
+}
+
+export async function load(url, context, next) {
+  if (url.startsWith("file:") && /\.(m|c)?tsx?$/.test(url)) {
+    const source = await readFile(fileURLToPath(url), "utf8")
+    const { code } = transform(source, { transforms: url.endsWith("x") ? ["typescript", "jsx"] : ["typescript"], disableESTransforms: true, filePath: fileURLToPath(url) })
+    return { format: "module", source: code, shortCircuit: true }
+  }
+  return next(url, context)
+}

@@ -5,6 +5,7 @@ mod support;
 
 mod approval;
 mod exit_codes;
+mod host;
 mod ledger;
 mod serve;
 mod status;

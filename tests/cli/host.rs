@@ -1,0 +1,322 @@
+//! Standalone tools through the real `berth` binary and real Bun/Node hosts: the import gate,
+//! both backends, idempotency, and every fault ending in its own code without a replay.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Bun,
+    Node,
+}
+
+/// A project with the fault fixtures installed as `.opencode/tools/faults.ts`, approved.
+fn tools_sandbox(backend: Backend, files: &[&str]) -> Sandbox {
+    let s = Sandbox::new();
+    for f in files {
+        let text = std::fs::read_to_string(repo_root().join("fixtures/tools").join(f)).unwrap();
+        s.write(&format!("project/.opencode/tools/{f}"), &text);
+    }
+    let (code, v) = run(&s, backend, &["approve", "--all"]);
+    assert_eq!(code, 0, "{v}");
+    s
+}
+
+fn run(s: &Sandbox, backend: Backend, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut cmd = s.berth(args);
+    cmd.arg("--json")
+        .env("BERTH_TEST_MARKER", s.root.path().join("MARKER"));
+    if let Backend::Node = backend {
+        cmd.env("BERTH_BUN", s.root.path().join("no-bun"));
+    }
+    parse_json_output(&cmd.output().unwrap())
+}
+
+fn invoke(
+    s: &Sandbox,
+    backend: Backend,
+    tool: &str,
+    args: serde_json::Value,
+    extra: &[&str],
+) -> (i32, serde_json::Value) {
+    let a = args.to_string();
+    let mut argv = vec!["invoke", tool, "--args", a.as_str()];
+    argv.extend_from_slice(extra);
+    run(s, backend, &argv)
+}
+
+fn path_arg(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie is dead for our purposes; /proc/<pid>/stat state Z.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+        .unwrap_or(false)
+}
+
+#[test]
+fn no_byte_of_a_tool_is_imported_before_approval_and_activation() {
+    let s = Sandbox::new();
+    let marker = s.root.path().join("MARKER");
+    s.write(
+        "project/.opencode/tools/marker.ts",
+        &std::fs::read_to_string(repo_root().join("fixtures/tools/writes-marker-on-import.ts"))
+            .unwrap(),
+    );
+    for step in [&["sources"][..], &["status"], &["tools"]] {
+        let (code, _) = run(&s, Backend::Bun, step);
+        assert_eq!(code, 0);
+        assert!(
+            !marker.exists(),
+            "imported before approval (after `{}`)",
+            step[0]
+        );
+    }
+    let (code, _) = run(&s, Backend::Bun, &["approve", "--all"]);
+    assert_eq!(code, 0);
+    assert!(!marker.exists(), "approval alone must not import");
+    let (code, v) = run(&s, Backend::Bun, &["tools"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["tools"][0]["name"], "marker");
+    assert!(marker.exists(), "activation imports the approved tool");
+}
+
+fn tools_list_and_call(backend: Backend) {
+    let s = tools_sandbox(backend, &["faults.ts"]);
+    let (code, v) = run(&s, backend, &["tools"]);
+    assert_eq!(code, 0, "{v}");
+    assert_schema("tools", &v);
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"faults_count") && names.contains(&"faults_spins"),
+        "{names:?}"
+    );
+    let backend_name = format!("{backend:?}").to_lowercase();
+    assert!(v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["provider"]["backend"] == backend_name.as_str()));
+
+    let counter = s.root.path().join("count.txt");
+    let (code, r) = invoke(
+        &s,
+        backend,
+        "faults_count",
+        serde_json::json!({ "file": path_arg(&counter) }),
+        &[],
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_schema("receipt", &r);
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["output"], "counted");
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "ran\n");
+}
+
+#[test]
+fn tools_are_listed_and_called_on_bun() {
+    tools_list_and_call(Backend::Bun);
+}
+
+#[test]
+fn tools_are_listed_and_called_on_node() {
+    tools_list_and_call(Backend::Node);
+}
+
+#[test]
+fn repeated_idempotency_key_does_not_execute_twice() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    let counter = s.root.path().join("count.txt");
+    let args = serde_json::json!({ "file": path_arg(&counter) });
+    let (_, first) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_count",
+        args.clone(),
+        &["--idempotency-key", "k-1"],
+    );
+    let (_, second) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_count",
+        args,
+        &["--idempotency-key", "k-1"],
+    );
+    assert_eq!(first["receipt_id"], second["receipt_id"]);
+    assert_eq!(second["status"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap(),
+        "ran\n",
+        "executed twice"
+    );
+}
+
+#[test]
+fn invalid_arguments_are_refused_by_the_tools_own_schema() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    let (code, r) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_count",
+        serde_json::json!({ "file": 42 }),
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert_schema("receipt", &r);
+    assert_eq!(r["error"]["code"], "invalid-arguments");
+}
+
+fn elapsed_ms(r: &serde_json::Value) -> i64 {
+    r["updated_at_ms"].as_i64().unwrap() - r["created_at_ms"].as_i64().unwrap()
+}
+
+#[test]
+fn cancel_kills_blocked_worker_within_grace() {
+    for backend in [Backend::Bun, Backend::Node] {
+        let s = tools_sandbox(backend, &["faults.ts"]);
+        let (code, r) = invoke(
+            &s,
+            backend,
+            "faults_spins",
+            serde_json::json!({}),
+            &["--timeout-ms", "200"],
+        );
+        assert_eq!(code, 1);
+        assert_eq!(r["error"]["code"], "timeout", "{backend:?}: {r}");
+        assert_eq!(r["status"], "cancelled");
+        // deadline 200 ms + 500 ms grace + the kill; the receipt includes host start-up.
+        assert!(
+            elapsed_ms(&r) < 200 + 750 + 1500,
+            "{backend:?}: took {} ms",
+            elapsed_ms(&r)
+        );
+    }
+}
+
+#[test]
+fn a_tool_that_honours_abort_stops_without_a_kill() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    let (code, r) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_waits",
+        serde_json::json!({}),
+        &["--timeout-ms", "200"],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(r["error"]["code"], "timeout");
+}
+
+#[test]
+fn each_fault_ends_in_its_own_code() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    for (tool, expected) in [
+        ("faults_exits", "worker-lost"),
+        ("faults_floods_output", "invalid-response"),
+        ("faults_plain_object", "invalid-response"),
+        ("faults_throws", "plugin-failed"),
+    ] {
+        let (code, r) = invoke(&s, Backend::Bun, tool, serde_json::json!({}), &[]);
+        assert_eq!(code, 1, "{tool}: {r}");
+        assert_schema("receipt", &r);
+        assert_eq!(r["error"]["code"], expected, "{tool}: {r}");
+    }
+    let (code, r) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_floods_stdout",
+        serde_json::json!({}),
+        &[],
+    );
+    assert_eq!(code, 0, "a stdout flood must not break the channel: {r}");
+    assert_eq!(r["output"], "still here");
+}
+
+#[test]
+fn a_detached_grandchild_is_reclaimed_with_its_host() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    let pidfile = s.root.path().join("grandchild.pid");
+    let (code, r) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_detaches",
+        serde_json::json!({ "pidfile": path_arg(&pidfile) }),
+        &["--timeout-ms", "400"],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(r["error"]["code"], "timeout");
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !alive(pid),
+        "the detached grandchild {pid} outlived its host"
+    );
+}
+
+#[test]
+fn a_file_that_throws_at_import_fails_only_itself() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts", "init-throws.ts"]);
+    let (code, v) = run(&s, Backend::Bun, &["tools"]);
+    assert_eq!(code, 0);
+    assert_schema("tools", &v);
+    assert!(v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "faults_count"));
+    let problems = v["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("init-throws.ts"));
+    assert_eq!(problems[0]["code"], "plugin-failed");
+}
+
+#[test]
+fn killing_berth_mid_call_leaves_an_unknown_receipt_that_is_never_replayed() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    let started = s.root.path().join("started.txt");
+    let args = serde_json::json!({ "started": path_arg(&started) }).to_string();
+    let mut child = s
+        .berth(&["invoke", "faults_waits", "--args", &args, "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !started.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(started.exists(), "the call never started");
+    // SAFETY: plain signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let (code, v) = run(&s, Backend::Bun, &["receipts"]);
+    assert_eq!(code, 0);
+    assert_schema("receipts", &v);
+    let r = &v["receipts"][0];
+    assert_eq!(r["status"], "unknown", "{r}");
+    assert_eq!(r["error"]["code"], "process-lost");
+    assert_eq!(
+        std::fs::read_to_string(&started).unwrap(),
+        "started\n",
+        "the call was replayed"
+    );
+}

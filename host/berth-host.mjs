@@ -91,7 +91,10 @@ sock.on("data", (chunk) => {
 })
 // The supervisor going away ends the host: nothing may outlive it.
 sock.on("close", () => process.exit(0))
-sock.on("error", () => process.exit(0))
+sock.on("error", (e) => {
+  process.stderr.write(`berth-host: channel error: ${e?.message ?? e}\n`)
+  process.exit(0)
+})
 
 function die(why) {
   process.stderr.write(`berth-host: ${why}\n`)

@@ -154,6 +154,8 @@ pub struct Host {
     pub backend: RuntimeKind,
     pub generation: u64,
     pub pid: u32,
+    /// The value of `procs::TREE_VAR` in this host's processes.
+    tree: String,
     writer: mpsc::Sender<Vec<u8>>,
     pending: Mutex<HashMap<u64, Pending>>,
     next_id: AtomicU64,
@@ -200,7 +202,7 @@ impl Host {
     pub fn kill(&self, why: &str) {
         procs::kill_group(self.pid as i32);
         self.mark_lost(why);
-        procs::reclaim_orphans(&HashSet::new());
+        procs::reclaim_orphans(&self.tree);
     }
 
     fn mark_lost(&self, why: &str) {
@@ -544,15 +546,19 @@ impl HostSupervisor {
         }
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
         let secret = random_hex(24);
-        let sock_path = self
-            .layout
-            .run_dir
-            .join(format!("h{}-{generation}.sock", std::process::id()));
+        // Unique per spawn: several supervisors may live in one process.
+        let sock_path = self.layout.run_dir.join(format!(
+            "h{}-{generation}-{}.sock",
+            std::process::id(),
+            random_hex(4)
+        ));
         let _ = std::fs::remove_file(&sock_path);
         let listener = UnixListener::bind(&sock_path)
             .map_err(|e| unavailable(format!("cannot listen on {}: {e}", sock_path.display())))?;
 
+        let tree = format!("{}-{generation}-{}", std::process::id(), random_hex(4));
         let mut cmd = tokio::process::Command::new(&rt);
+        cmd.env(procs::TREE_VAR, &tree);
         if backend == RuntimeKind::Node {
             cmd.arg("--no-warnings");
         }
@@ -595,6 +601,7 @@ impl HostSupervisor {
         let stream = match stream {
             Ok(Ok(s)) => s,
             other => {
+                let exited = child.try_wait().ok().flatten();
                 procs::kill_group(pid as i32);
                 let _ = child.kill().await;
                 let out = String::from_utf8_lossy(
@@ -608,7 +615,10 @@ impl HostSupervisor {
                 .into_owned();
                 let why = match other {
                     Ok(Err(e)) => e,
-                    _ => "it did not connect within 10 s".into(),
+                    _ => match exited {
+                        Some(status) => format!("it exited ({status}) before connecting"),
+                        None => "it did not connect within 10 s".into(),
+                    },
                 };
                 return Err(BerthError::new(
                     code::PLUGIN_FAILED,
@@ -629,6 +639,7 @@ impl HostSupervisor {
             backend,
             generation,
             pid,
+            tree,
             writer,
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),

@@ -4,8 +4,6 @@
 //!
 //! Invariant: only the supervisor holds child process handles and sends these signals.
 
-use std::collections::HashSet;
-
 /// Makes this process the subreaper of its descendants (Linux), once.
 pub fn become_subreaper() {
     #[cfg(target_os = "linux")]
@@ -31,15 +29,21 @@ pub fn kill_group(pgid: i32) {
     }
 }
 
-/// Kills and reaps every process that was reparented to us (descendants that escaped their
-/// group with setsid) except `keep` (live hosts' pids). Returns how many were reclaimed.
-pub fn reclaim_orphans(keep: &HashSet<u32>) -> usize {
+/// The variable every process of one host tree inherits; its value names the tree. Only
+/// processes carrying it are ever reclaimed — the app's other children (a web view, a probe)
+/// are never touched.
+pub const TREE_VAR: &str = "BERTH_HOST_TREE";
+
+/// Kills and reaps every process reparented to us (descendants that escaped their group with
+/// setsid, after their parent died) that belongs to host tree `tree`. Returns how many.
+pub fn reclaim_orphans(tree: &str) -> usize {
     let me = std::process::id();
+    let needle = format!("{TREE_VAR}={tree}");
     let mut reclaimed = 0;
     for _round in 0..5 {
         let orphans: Vec<u32> = children_of(me)
             .into_iter()
-            .filter(|p| !keep.contains(p))
+            .filter(|p| in_tree(*p, &needle))
             .collect();
         if orphans.is_empty() {
             break;
@@ -55,6 +59,12 @@ pub fn reclaim_orphans(keep: &HashSet<u32>) -> usize {
         }
     }
     reclaimed
+}
+
+fn in_tree(pid: u32, needle: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        .unwrap_or(false)
 }
 
 fn children_of(parent: u32) -> Vec<u32> {

@@ -1,0 +1,138 @@
+//! One Berth process, many calls: overload is refused, a fault in one call leaves the others
+//! answering, and a replaced host never sees a call twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_discovery::OpencodeEnv;
+use berth_runtime::{Berth, BerthOptions, Decision};
+
+fn berth_with_faults(dir: &std::path::Path) -> Berth {
+    let home = dir.join("home");
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join(".opencode/tools")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
+    std::fs::copy(
+        root.join("fixtures/tools/faults.ts"),
+        project.join(".opencode/tools/faults.ts"),
+    )
+    .unwrap();
+    let env = OpencodeEnv {
+        home,
+        cwd: project.clone(),
+        managed_config_dir: dir.join("managed"),
+        ..OpencodeEnv::default()
+    };
+    let berth = Berth::open(BerthOptions {
+        data_dir: dir.join("data"),
+        project,
+        env,
+        log_file: None,
+    })
+    .unwrap();
+    berth.decide(None, Decision::Allow, "cli").unwrap();
+    berth
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_calls_than_the_queue_allows_are_refused_with_overloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let berth = berth_with_faults(dir.path());
+    let act = berth.activate().await;
+    assert!(!act.tools.is_empty(), "{:?}", act.problems);
+    let limit = berth_runtime::host::QUEUE_LIMIT;
+    let calls: Vec<_> = (0..limit + 6)
+        .map(|_| {
+            let b = berth.clone();
+            tokio::spawn(async move {
+                b.invoke(
+                    "faults_waits",
+                    serde_json::json!({}),
+                    None,
+                    Some(Duration::from_millis(1500)),
+                )
+                .await
+            })
+        })
+        .collect();
+    let mut overloaded = 0;
+    let mut other = 0;
+    for c in calls {
+        let r = c.await.unwrap().unwrap();
+        match r.error.as_ref().map(|e| e.code.as_str()) {
+            Some("overloaded") => overloaded += 1,
+            _ => other += 1,
+        }
+    }
+    assert!(overloaded >= 6, "overloaded {overloaded}, other {other}");
+    assert!(other >= limit - 2, "the queue itself was served: {other}");
+    // And the host still answers afterwards.
+    let counter = dir.path().join("count.txt");
+    let r = berth
+        .invoke(
+            "faults_count",
+            serde_json::json!({ "file": counter }),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some("counted"));
+    berth.shutdown_hosts().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_host_dies_other_tools_keep_answering_and_nothing_runs_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let berth = Arc::new(berth_with_faults(dir.path()));
+    let counter = dir.path().join("count.txt");
+    let count = || {
+        berth.invoke(
+            "faults_count",
+            serde_json::json!({ "file": counter }),
+            None,
+            None,
+        )
+    };
+    assert_eq!(count().await.unwrap().output.as_deref(), Some("counted"));
+
+    let r = berth
+        .invoke("faults_exits", serde_json::json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(r.error.unwrap().code, "worker-lost");
+    assert_eq!(
+        count().await.unwrap().output.as_deref(),
+        Some("counted"),
+        "a new host serves after the loss"
+    );
+
+    let r = berth
+        .invoke(
+            "faults_spins",
+            serde_json::json!({}),
+            None,
+            Some(Duration::from_millis(100)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.error.unwrap().code, "timeout");
+    assert_eq!(count().await.unwrap().output.as_deref(), Some("counted"));
+
+    // Three counted calls, three lines: the killed hosts' calls were not replayed anywhere.
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap(),
+        "ran\nran\nran\n"
+    );
+    let receipts = berth.receipts(10).unwrap();
+    assert_eq!(receipts.len(), 5);
+    assert!(receipts
+        .iter()
+        .all(|r| r.status.as_str() != "running" && r.status.as_str() != "accepted"));
+    berth.shutdown_hosts().await;
+}

@@ -304,10 +304,16 @@ fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
             serde_json::json!({ "serve": { "url": server.url(), "addr": server.local_addr().to_string() } }),
             &format!("Berth status page: {}", server.url()),
         );
-        server
-            .run(shutdown_signal())
-            .await
-            .map_err(|e| BerthError::new(code::TEMPORARILY_UNAVAILABLE, "serve", format!("the server stopped: {e}"), "restart `berth serve`"))
+        // Graceful shutdown waits for open connections; an open event stream would hold it
+        // forever, so the signal also starts a short deadline.
+        let stop = std::sync::Arc::new(tokio::sync::Notify::new());
+        let stop_server = stop.clone();
+        let serving = tokio::spawn(server.run(async move { stop_server.notified().await }));
+        shutdown_signal().await;
+        stop.notify_one();
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(500), serving).await;
+        berth.shutdown_hosts().await;
+        Ok(())
     })
 }
 

@@ -281,7 +281,7 @@ impl Scanner {
             parts.push((file.display().to_string(), cached.digest.clone()));
             p.files.push(file.clone());
             let Some(facts) = &cached.facts else {
-                p.contents_unknown = true;
+                p.analysis_incomplete = true;
                 p.diagnostics.push(
                     Diagnostic::new(
                         "unsupported",
@@ -297,8 +297,8 @@ impl Scanner {
                 continue;
             };
             if !facts.syntax_errors.is_empty() {
-                // Facts from a file that does not parse are partial: treat it as unknown.
-                p.contents_unknown = true;
+                // Facts from a file that does not parse are partial.
+                p.analysis_incomplete = true;
                 p.diagnostics.push(
                     Diagnostic::new(
                         "plugin-failed",
@@ -406,6 +406,7 @@ struct Pending {
     exports: Vec<String>,
     facts: FileFacts,
     contents_unknown: bool,
+    analysis_incomplete: bool,
     install_scripts: BTreeSet<String>,
     engines_opencode: Option<String>,
     digest: String,
@@ -474,6 +475,7 @@ fn finish(
     caps.install_scripts = p.install_scripts;
     caps.engines_opencode = p.engines_opencode;
     caps.contents_unknown |= p.contents_unknown;
+    caps.analysis_incomplete |= p.analysis_incomplete;
     if kind == SourceKind::StandaloneTool {
         caps.tools = tool_names(location, &caps.exports);
     }

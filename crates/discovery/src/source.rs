@@ -108,6 +108,8 @@ pub struct Capabilities {
     pub engines_opencode: Option<String>,
     /// True when the bytes are not on disk yet (npm packages before preparation).
     pub contents_unknown: bool,
+    /// True when the bytes are there but could not be fully read (a syntax error, too large).
+    pub analysis_incomplete: bool,
     /// The summary in plain words, for the approval panel.
     pub summary: Vec<String>,
 }
@@ -192,6 +194,7 @@ impl Capabilities {
             "install_scripts": self.install_scripts,
             "tools": self.tools,
             "unknown": self.contents_unknown,
+            "incomplete": self.analysis_incomplete,
         });
         crate::digest::sha256_hex(keyed.to_string().as_bytes())
     }

@@ -127,6 +127,10 @@ fn capabilities_from_json(v: &serde_json::Value) -> Capabilities {
             .get("contents_unknown")
             .and_then(|b| b.as_bool())
             .unwrap_or(false),
+        analysis_incomplete: v
+            .get("analysis_incomplete")
+            .and_then(|b| b.as_bool())
+            .unwrap_or(false),
         ..Capabilities::default()
     }
 }
@@ -171,8 +175,8 @@ pub fn growth(approved: &Capabilities, now: &Capabilities) -> Vec<String> {
     if now.loads_computed_modules && !approved.loads_computed_modules {
         grew.push("loads modules with computed names".into());
     }
-    if now.contents_unknown && !approved.contents_unknown {
-        grew.push("contents can no longer be analysed".into());
+    if now.analysis_incomplete && !approved.analysis_incomplete {
+        grew.push("its code can no longer be fully read".into());
     }
     grew
 }

@@ -347,3 +347,15 @@ fn random_hex(n: usize) -> String {
     getrandom::fill(&mut bytes).expect("the OS random source is available");
     hex::encode(bytes)
 }
+
+/// The live host a source runs in (for the benchmark's raw round trips).
+#[doc(hidden)]
+pub async fn host_for_bench(berth: &Berth, backend: RuntimeKind) -> Arc<crate::host::Host> {
+    berth
+        .supervisor()
+        .await
+        .expect("supervisor")
+        .host(backend)
+        .await
+        .expect("host")
+}

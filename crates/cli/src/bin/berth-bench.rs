@@ -1,0 +1,341 @@
+//! `berth-bench`: measures Berth's performance targets (DESIGN.md) and prints one
+//! `name value unit` line per figure. `--check` exits 1 when a target is missed.
+//! Build it with `--release` for figures worth quoting (`scripts/bench` does).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use berth_discovery::{OpencodeEnv, Scanner};
+use berth_protocol::CallKind;
+use berth_runtime::host::CallOptions;
+use berth_runtime::runtimes::RuntimeKind;
+use berth_runtime::{Berth, BerthOptions, Decision};
+
+struct Figures {
+    check: bool,
+    missed: Vec<String>,
+}
+
+impl Figures {
+    fn print(&mut self, name: &str, value: f64, unit: &str, target: Option<(f64, bool)>) {
+        println!("{name} {value:.3} {unit}");
+        if let Some((limit, lower_is_better)) = target {
+            let ok = if lower_is_better {
+                value <= limit
+            } else {
+                value >= limit
+            };
+            if !ok {
+                self.missed.push(format!(
+                    "{name} {value:.3} {unit} (target {} {limit})",
+                    if lower_is_better { "≤" } else { "≥" }
+                ));
+            }
+        }
+    }
+}
+
+fn pct(samples: &mut [f64], p: f64) -> f64 {
+    samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[i]
+}
+
+fn scratch(root: &Path, tools: usize) -> (OpencodeEnv, PathBuf) {
+    let home = root.join("home");
+    let project = root.join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let dir = project.join(".opencode/tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    for i in 0..tools {
+        std::fs::write(
+            dir.join(format!("t{i:04}.ts")),
+            format!("import {{ tool }} from '@opencode-ai/plugin'\nexport default tool({{ description: 'echo {i}', args: {{ text: tool.schema.string() }}, async execute(a) {{ return a.text }} }})\n"),
+        )
+        .unwrap();
+    }
+    let env = OpencodeEnv {
+        home,
+        cwd: project.clone(),
+        managed_config_dir: root.join("managed"),
+        ..OpencodeEnv::default()
+    };
+    (env, project)
+}
+
+fn main() {
+    let check = std::env::args().any(|a| a == "--check");
+    let mut f = Figures {
+        check,
+        missed: vec![],
+    };
+    let tmp = tempfile::tempdir().unwrap();
+
+    // --- scan of 1,000 tool files --------------------------------------------------------
+    let (env, project) = scratch(&tmp.path().join("scan"), 1000);
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    for _ in 0..5 {
+        let mut scanner = Scanner::new();
+        let t = Instant::now();
+        let d = scanner.scan(&env, &project);
+        cold.push(t.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(d.sources.len(), 1000);
+        let t = Instant::now();
+        scanner.scan(&env, &project);
+        warm.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    f.print(
+        "scan_1000_tools_cold_p50",
+        pct(&mut cold, 0.5),
+        "ms",
+        Some((200.0, true)),
+    );
+    f.print(
+        "scan_1000_tools_warm_p50",
+        pct(&mut warm, 0.5),
+        "ms",
+        Some((50.0, true)),
+    );
+
+    // --- file change → snapshot event --------------------------------------------------------
+    let (env, project) = scratch(&tmp.path().join("watch"), 0);
+    let berth = Berth::open(BerthOptions {
+        data_dir: tmp.path().join("watch-data"),
+        project: project.clone(),
+        env,
+        log_file: None,
+    })
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut lat = Vec::new();
+    {
+        let _w = berth_runtime::watch::watch(berth.clone()).unwrap();
+        let mut rx = berth.subscribe();
+        for i in 0..10 {
+            let file = project.join(format!(".opencode/tools/w{i}.ts"));
+            let t = Instant::now();
+            std::fs::write(&file, "export default {}\n").unwrap();
+            rt.block_on(async {
+                loop {
+                    let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+                        .await
+                        .expect("event")
+                        .unwrap();
+                    if ev
+                        .snapshot
+                        .sources
+                        .iter()
+                        .any(|s| s.entry.ends_with(&format!("w{i}.ts")))
+                    {
+                        break;
+                    }
+                }
+            });
+            lat.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    f.print(
+        "file_change_to_event_p50",
+        pct(&mut lat, 0.5),
+        "ms",
+        Some((300.0, true)),
+    );
+
+    // --- hosts: approval → callable, round trips, full invoke ------------------------------
+    for backend in [RuntimeKind::Bun, RuntimeKind::Node] {
+        let name = format!("{backend:?}").to_lowercase();
+        let (env, project) = scratch(&tmp.path().join(format!("host-{name}")), 1);
+        if backend == RuntimeKind::Node {
+            // SAFETY: single-threaded at this point of the benchmark.
+            unsafe { std::env::set_var("BERTH_BUN", "/nonexistent") };
+        }
+        let berth = Berth::open(BerthOptions {
+            data_dir: tmp.path().join(format!("host-data-{name}")),
+            project,
+            env,
+            log_file: None,
+        })
+        .unwrap();
+        let target_cold = if backend == RuntimeKind::Bun {
+            150.0
+        } else {
+            300.0
+        };
+        let t = Instant::now();
+        berth.decide(None, Decision::Allow, "cli").unwrap();
+        let r = rt
+            .block_on(berth.invoke("t0000", serde_json::json!({ "text": "hi" }), None, None))
+            .unwrap();
+        assert_eq!(r.output.as_deref(), Some("hi"), "{r:?}");
+        f.print(
+            &format!("approval_to_tool_callable_cold_{name}"),
+            t.elapsed().as_secs_f64() * 1e3,
+            "ms",
+            Some((target_cold, true)),
+        );
+
+        let host =
+            rt.block_on(async { berth_runtime::catalog::host_for_bench(&berth, backend).await });
+        let instance = berth.status().sources[0].id.clone();
+        let mut rtt = Vec::new();
+        for i in 0..2000 {
+            let body =
+                serde_json::json!({ "tool": "t0000", "args": { "text": "x" }, "context": {} });
+            let t = Instant::now();
+            let r =
+                rt.block_on(host.call(&instance, CallKind::Invoke, body, CallOptions::default()));
+            assert!(r.is_ok(), "{r:?}");
+            if i >= 200 {
+                rtt.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        let echo = bare_echo_us(&berth_runtime::runtimes::probe(backend).path.unwrap());
+        f.print(
+            &format!("host_round_trip_p50_{name}"),
+            pct(&mut rtt, 0.5),
+            "us",
+            None,
+        );
+        f.print(
+            &format!("host_round_trip_p99_{name}"),
+            pct(&mut rtt, 0.99),
+            "us",
+            Some((1000.0, true)),
+        );
+        f.print(&format!("bare_json_echo_p50_{name}"), echo, "us", None);
+        f.print(
+            &format!("host_round_trip_vs_bare_echo_{name}"),
+            pct(&mut rtt, 0.5) / echo,
+            "ratio",
+            Some((2.0, true)),
+        );
+
+        let mut full = Vec::new();
+        for i in 0..1000 {
+            let t = Instant::now();
+            rt.block_on(berth.invoke("t0000", serde_json::json!({ "text": "x" }), None, None))
+                .unwrap();
+            if i >= 100 {
+                full.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        f.print(
+            &format!("invoke_with_receipt_p50_{name}"),
+            pct(&mut full, 0.5),
+            "us",
+            Some((300.0, true)),
+        );
+        f.print(
+            &format!("invoke_with_receipt_p99_{name}"),
+            pct(&mut full, 0.99),
+            "us",
+            Some((2000.0, true)),
+        );
+        f.print(
+            &format!("host_rss_one_tool_{name}"),
+            host.info().rss_bytes as f64 / 1048576.0,
+            "MiB",
+            None,
+        );
+        rt.block_on(berth.shutdown_hosts());
+        unsafe { std::env::remove_var("BERTH_BUN") };
+    }
+
+    // --- receipts --------------------------------------------------------------------------
+    let opened = berth_store::Store::open(&tmp.path().join("receipts.db")).unwrap();
+    let n = 5000;
+    let t = Instant::now();
+    for i in 0..n {
+        let id = format!("rcpt_{i:020}");
+        opened
+            .store
+            .accept_receipt(&berth_store::NewReceipt {
+                receipt_id: &id,
+                idempotency_key: None,
+                tool: "t",
+                source_id: "s",
+                args_digest: "sha256:0",
+                owner_pid: 1,
+                owner_start: 1,
+            })
+            .unwrap();
+    }
+    f.print(
+        "receipt_writes_per_s",
+        n as f64 / t.elapsed().as_secs_f64(),
+        "writes/s",
+        Some((5000.0, false)),
+    );
+
+    // --- cold start of `berth status` -----------------------------------------------------
+    let exe = std::env::current_exe().unwrap().with_file_name("berth");
+    if exe.exists() {
+        let (env, project) = scratch(&tmp.path().join("status"), 10);
+        let mut walls = Vec::new();
+        for _ in 0..7 {
+            let t = Instant::now();
+            let ok = Command::new(&exe)
+                .args(["status", "--json", "--data-dir"])
+                .arg(tmp.path().join("status-data"))
+                .arg("--project")
+                .arg(&project)
+                .env("HOME", &env.home)
+                .stdout(Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(ok);
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        f.print(
+            "berth_status_cold_start_p50",
+            pct(&mut walls, 0.5),
+            "ms",
+            None,
+        );
+    }
+
+    if f.check && !f.missed.is_empty() {
+        for m in &f.missed {
+            eprintln!("missed: {m}");
+        }
+        std::process::exit(1);
+    }
+}
+
+/// A bare JSON-line echo on the same runtime over stdin/stdout: the baseline round trip.
+fn bare_echo_us(runtime: &Path) -> f64 {
+    use std::io::{BufRead, BufReader, Write};
+    let script = "process.stdin.setEncoding('utf8');let b='';process.stdin.on('data',d=>{b+=d;let i;while((i=b.indexOf('\\n'))>=0){const l=b.slice(0,i);b=b.slice(i+1);process.stdout.write(JSON.stringify(JSON.parse(l))+'\\n')}})";
+    let mut child = Command::new(runtime)
+        .arg("-e")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut s = Vec::new();
+    for i in 0..2000 {
+        let t = Instant::now();
+        stdin
+            .write_all(b"{\"tool\":\"t0000\",\"args\":{\"text\":\"x\"}}\n")
+            .unwrap();
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        if i >= 200 {
+            s.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let _ = child.kill();
+    pct(&mut s, 0.5)
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The real desktop window, driven through tauri-driver + WebKitWebDriver under Xvfb.
+# Usage (inside an X server, e.g. xvfb-run): tests/e2e/window-e2e.sh /path/to/berth-app
+set -euo pipefail
+APP="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+SCRATCH="$(mktemp -d)"
+PORT="${TAURI_DRIVER_PORT:-4444}"
+cleanup() {
+  if [[ -n "${DRIVER_PID:-}" ]]; then kill "$DRIVER_PID" 2>/dev/null || true; wait "$DRIVER_PID" 2>/dev/null || true; fi
+  pkill -P $$ 2>/dev/null || true
+  rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+
+# A scratch machine for the app: its own HOME and a git project; OpenCode's variables cleared.
+mkdir -p "$SCRATCH/home" "$SCRATCH/project"
+git init -q "$SCRATCH/project"
+for v in $(env | sed -n 's/^\(OPENCODE_[A-Z_]*\|XDG_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+export HOME="$SCRATCH/home"
+
+tauri-driver --port "$PORT" >"$SCRATCH/driver.log" 2>&1 &
+DRIVER_PID=$!
+for _ in $(seq 1 100); do
+  curl -s -m 1 "http://127.0.0.1:$PORT/status" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+WINDOW_SHOT="$ROOT/test-artifacts/window.png" node "$HERE/window.mjs" "$APP" "$PORT" "$SCRATCH/home" "$SCRATCH/project" "$SCRATCH/data"

@@ -1,0 +1,96 @@
+// The real Berth window (WebKitGTK under Xvfb) through tauri-driver's W3C WebDriver API.
+// Asserts on data the runtime derived (the folder path from this test's HOME) and on a live
+// update after a plugin file appears (the Tauri event path, no reload).
+import { execFileSync } from "node:child_process"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+
+const [app, port, home, project, dataDir] = process.argv.slice(2)
+const base = `http://127.0.0.1:${port}`
+let passed = 0
+let failed = 0
+
+async function wd(method, path, body) {
+  const res = await fetch(base + path, {
+    method,
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(30_000),
+  })
+  const json = await res.json()
+  if (!res.ok) throw new Error(`${method} ${path}: ${JSON.stringify(json.value ?? json)}`)
+  return json.value
+}
+
+/** Runs `script` in the page until it returns a truthy value (bounded). */
+async function waitFor(session, script, what, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await wd("POST", `/session/${session}/execute/sync`, { script, args: [] })
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+async function test(name, fn) {
+  try {
+    await fn()
+    passed++
+    console.log(`ok - ${name}`)
+  } catch (e) {
+    failed++
+    console.log(`not ok - ${name}\n  ${e.stack ?? e}`)
+  }
+}
+
+const session = (
+  await wd("POST", "/session", {
+    capabilities: {
+      alwaysMatch: { "tauri:options": { application: app, args: ["--data-dir", dataDir, "--project", project] } },
+    },
+  })
+).sessionId
+
+try {
+  await test("the window shows the config folder derived from HOME and updates live", async () => {
+    const globalDir = join(home, ".config", "opencode")
+    await waitFor(session, "return document.body.dataset.ready === '1'", "the first snapshot")
+    const dirs = await waitFor(
+      session,
+      "const el = document.querySelector('[data-testid=config-dirs]'); return el && el.textContent",
+      "the config folders",
+    )
+    if (!dirs.includes(globalDir)) throw new Error(`config folders do not show ${globalDir}: ${dirs}`)
+    const empty = await wd("POST", `/session/${session}/execute/sync`, {
+      script: "return !!document.querySelector('[data-testid=empty-state]')",
+      args: [],
+    })
+    if (!empty) throw new Error("the empty state is not shown on an empty machine")
+
+    const file = join(globalDir, "plugins", "window-live.ts")
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(file, "export default { id: 'window-live', server: async () => ({}) }\n")
+    const state = await waitFor(
+      session,
+      `const rows = [...document.querySelectorAll('[data-source-id]')];
+       const row = rows.find(r => r.textContent.includes(${JSON.stringify(file)}));
+       return row && row.dataset.state`,
+      "the new plugin to appear without a reload",
+    )
+    if (state !== "pending-approval") throw new Error(`state is ${state}`)
+    // Let the compositor put the updated page on screen before the root window is captured.
+    await wd("POST", `/session/${session}/execute/async`, {
+      script: "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)))",
+      args: [],
+    })
+    if (process.env.WINDOW_SHOT) {
+      mkdirSync(dirname(process.env.WINDOW_SHOT), { recursive: true })
+      execFileSync("import", ["-window", "root", process.env.WINDOW_SHOT])
+    }
+  })
+} finally {
+  await wd("DELETE", `/session/${session}`).catch(() => {})
+}
+console.log(`${passed} passed, ${failed} failed`)
+process.exit(failed ? 1 : 0)

@@ -1,0 +1,767 @@
+// Berth status page. Plain script, no build step, no framework.
+//
+// Data comes from the Tauri shell when it is present (window.__TAURI__: `invoke('status')` and
+// the `status-changed` event), otherwise from the loopback page server (`GET /api/status` and
+// the `/api/events` server-sent events, both with the token from this page's address).
+// Nothing is polled. Every piece of data is put into the page as text (never as HTML).
+'use strict';
+
+(function () {
+  // ---------------------------------------------------------------------------------------
+  // Small helpers
+
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  /** Creates an element. `props`: className, text, testid, title, dataset, attrs, hidden. */
+  function el(tag, props, children) {
+    const node = document.createElement(tag);
+    if (props) {
+      if (props.className) node.className = props.className;
+      if (props.text !== undefined && props.text !== null) node.textContent = String(props.text);
+      if (props.testid) node.setAttribute('data-testid', props.testid);
+      if (props.title) node.title = String(props.title);
+      if (props.dataset) {
+        for (const [k, v] of Object.entries(props.dataset)) {
+          if (v !== undefined && v !== null) node.dataset[k] = String(v);
+        }
+      }
+      if (props.attrs) {
+        for (const [k, v] of Object.entries(props.attrs)) {
+          if (v !== undefined && v !== null) node.setAttribute(k, String(v));
+        }
+      }
+    }
+    appendAll(node, children);
+    return node;
+  }
+
+  function appendAll(node, children) {
+    if (children === undefined || children === null) return node;
+    for (const child of Array.isArray(children) ? children : [children]) {
+      if (child === undefined || child === null || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  const arr = (v) => (Array.isArray(v) ? v : []);
+  const obj = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? v : {});
+  const str = (v) => (v === undefined || v === null ? '' : String(v));
+  const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+  function plural(n, one, many) {
+    return n === 1 ? one : many;
+  }
+
+  function basename(path) {
+    const s = str(path).replace(/[\\/]+$/, '');
+    const i = Math.max(s.lastIndexOf('/'), s.lastIndexOf('\\'));
+    return i >= 0 ? s.slice(i + 1) : s;
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Words for the snapshot's codes
+
+  const STATES = {
+    discovered: { label: 'Discovered', tone: 'neutral' },
+    'pending-approval': { label: 'Waiting for approval', tone: 'attention' },
+    preparing: { label: 'Preparing', tone: 'progress' },
+    'pending-activation': { label: 'Waiting for activation', tone: 'attention' },
+    active: { label: 'Active', tone: 'ok' },
+    'load-failed': { label: 'Failed to load', tone: 'error' },
+    paused: { label: 'Paused', tone: 'error' },
+    disabled: { label: 'Disabled', tone: 'neutral' },
+    'policy-limited': { label: 'Limited by policy', tone: 'limited' },
+    unsupported: { label: 'Not supported', tone: 'limited' },
+    'incompatible-version': { label: 'Incompatible version', tone: 'limited' },
+  };
+
+  function stateInfo(state) {
+    const s = str(state);
+    return STATES[s] || { label: s ? s.replace(/-/g, ' ') : 'unknown', tone: 'neutral' };
+  }
+
+  const KINDS = {
+    'npm-plugin': 'npm plugin',
+    'file-plugin': 'Local plugin',
+    'standalone-tool': 'Custom tool',
+    mcp: 'MCP server',
+  };
+
+  function kindLabel(kind) {
+    const k = str(kind);
+    return KINDS[k] || (k ? k.replace(/-/g, ' ') : 'Source');
+  }
+
+  /** Which group a source is shown in: 'plugin', 'tool', 'mcp' or 'other'. */
+  function category(source) {
+    const k = str(obj(source).kind);
+    if (k === 'mcp' || k.startsWith('mcp-')) return 'mcp';
+    if (/(^|-)tool$/.test(k)) return 'tool';
+    if (/(^|-)plugin$/.test(k)) return 'plugin';
+    return 'other';
+  }
+
+  const isTool = (source) => category(source) === 'tool';
+
+  function scopeLabel(scope) {
+    const s = str(scope);
+    if (s === 'global') return 'All projects';
+    if (s === 'local') return 'This project';
+    return s || 'unknown scope';
+  }
+
+  const ERROR_CODES = new Set([
+    'plugin-failed', 'dependency-failed', 'process-lost', 'worker-lost', 'invalid-response',
+  ]);
+  const WARNING_CODES = new Set([
+    'action-required', 'temporarily-unavailable', 'timeout', 'overloaded', 'cancelled',
+    'invalid-arguments', 'incompatible-version',
+  ]);
+
+  function severity(code) {
+    const c = str(code);
+    if (ERROR_CODES.has(c)) return 'error';
+    if (WARNING_CODES.has(c)) return 'warning';
+    return 'info';
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Page state
+
+  let current = null; // the snapshot on screen
+  const openState = Object.create(null); // <details> the person opened or closed, by key
+
+  function details(key, defaultOpen, summaryChildren, bodyChildren, props) {
+    const d = el('details', props);
+    d.open = key in openState ? openState[key] : defaultOpen;
+    d.addEventListener('toggle', () => {
+      openState[key] = d.open;
+    });
+    d.append(el('summary', null, summaryChildren));
+    appendAll(d, bodyChildren);
+    return d;
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Rendering
+
+  function render(snapshot) {
+    const snap = obj(snapshot);
+    current = snap;
+    const app = document.getElementById('app');
+    const sources = arr(snap.sources);
+
+    renderHeader(snap);
+    const parts = [
+      renderNotices(snap),
+      renderSummary(snap, sources),
+      renderGlobalDiagnostics(snap),
+      sources.length ? renderSources(sources) : renderEmpty(),
+      renderLookedAt(snap, sources.length === 0),
+      renderRuntimes(snap),
+    ];
+    app.replaceChildren(...parts.filter(Boolean));
+    app.removeAttribute('aria-busy');
+    renderFooter(snap);
+
+    const revision = num(snap.revision);
+    document.body.dataset.revision = revision === null ? '' : String(revision);
+    document.body.dataset.ready = '1';
+  }
+
+  function renderHeader(snap) {
+    const berth = obj(snap.berth);
+    const version = document.querySelector('[data-testid=version]');
+    version.textContent = berth.version ? 'v' + str(berth.version) : '';
+    const project = obj(snap.project);
+    const path = document.getElementById('project-path');
+    const dir = str(project.directory) || str(project.worktree);
+    path.textContent = dir || 'no project folder';
+    path.title = dir;
+    if (project.worktree && project.worktree !== project.directory) {
+      path.title = dir + '\nworktree: ' + str(project.worktree);
+    }
+    document.title = 'Berth — ' + (dir ? basename(dir) : 'status');
+  }
+
+  function renderNotices(snap) {
+    const notices = [];
+    const store = obj(obj(snap.berth).store);
+    if (store.moved_aside) {
+      notices.push(
+        el('div', { className: 'notice notice-warning', testid: 'store-moved-aside' }, [
+          el('strong', { text: 'Berth started with a fresh database. ' }),
+          'The previous one could not be opened and was kept at ',
+          el('span', { className: 'mono', text: store.moved_aside }),
+          '. Earlier approvals are not applied.',
+        ]),
+      );
+    }
+    return notices.length ? el('div', { className: 'notices' }, notices) : null;
+  }
+
+  function renderSummary(snap, sources) {
+    const counts = obj(snap.counts);
+    const count = (key, pred) => {
+      const n = num(counts[key]);
+      return n !== null ? n : sources.filter(pred).length;
+    };
+    const total = count('sources', () => true);
+    const pending = count('pending_approval', (s) => s.state === 'pending-approval');
+    const active = count('active', (s) => s.state === 'active');
+    const failed = count('failed', (s) => s.state === 'load-failed' || s.state === 'paused');
+    const unsupported = count('unsupported', (s) => s.state === 'unsupported');
+
+    let headline;
+    let tone;
+    let detail;
+    if (total === 0) {
+      headline = 'Nothing waiting for approval';
+      tone = 'neutral';
+      detail = 'Berth watches OpenCode\'s folders and updates this page as soon as something appears.';
+    } else if (pending > 0) {
+      headline = pendingHeadline(pending, sources);
+      tone = 'attention';
+      detail = pending === 1
+        ? 'None of its code has run. Review what it can do before you approve it.'
+        : 'None of their code has run. Review what each one can do before you approve it.';
+    } else if (failed > 0) {
+      headline = failed + ' ' + plural(failed, 'source failed', 'sources failed') + ' to load';
+      tone = 'error';
+      detail = 'Each one below says what went wrong and what to do.';
+    } else if (active === total) {
+      headline = total === 1 ? 'The one source is active' : 'All ' + total + ' sources are active';
+      tone = 'ok';
+      detail = '';
+    } else {
+      headline = active + ' of ' + total + ' ' + plural(total, 'source', 'sources') + ' active';
+      tone = 'neutral';
+      detail = '';
+    }
+
+    const chips = [
+      chip(total, plural(total, 'source found', 'sources found'), 'total'),
+      chip(pending, 'waiting for approval', 'pending', pending > 0 ? 'attention' : ''),
+      chip(active, 'active', 'active', active > 0 ? 'ok' : ''),
+      chip(failed, 'failed', 'failed', failed > 0 ? 'error' : ''),
+      chip(unsupported, 'not supported', 'unsupported', unsupported > 0 ? 'limited' : ''),
+    ];
+    const pure = obj(snap.pure);
+    if (str(pure.state) && str(pure.state) !== 'off') {
+      chips.push(
+        el('span', {
+          className: 'chip chip-limited',
+          testid: 'pure',
+          title: 'OPENCODE_PURE' + (pure.raw !== undefined && pure.raw !== null ? '=' + str(pure.raw) : ''),
+          text: str(pure.state) === 'on' ? 'Pure mode: external plugins off' : 'Pure mode: ' + str(pure.state),
+        }),
+      );
+    }
+
+    return el('section', { className: 'summary tone-' + tone, testid: 'summary-section' }, [
+      el('h1', { className: 'summary-headline', testid: 'summary', text: headline }),
+      detail ? el('p', { className: 'summary-detail', text: detail }) : null,
+      total > 0 || chips.length > 5 ? el('div', { className: 'chips', testid: 'counts' }, chips) : null,
+    ]);
+  }
+
+  function pendingHeadline(pending, sources) {
+    const waiting = sources.filter((s) => obj(s).state === 'pending-approval');
+    const tools = waiting.filter(isTool).length;
+    const plugins = waiting.filter((s) => category(s) === 'plugin').length;
+    let what;
+    if (waiting.length !== pending || tools + plugins !== pending) what = plural(pending, 'source', 'sources');
+    else if (tools === 0) what = plural(plugins, 'plugin', 'plugins');
+    else if (plugins === 0) what = plural(tools, 'tool', 'tools');
+    else {
+      return plugins + ' ' + plural(plugins, 'plugin', 'plugins') + ' and ' + tools + ' ' +
+        plural(tools, 'tool', 'tools') + ' waiting for approval';
+    }
+    return pending + ' ' + what + ' waiting for approval';
+  }
+
+  function chip(n, label, key, tone) {
+    return el('span', {
+      className: 'chip' + (tone ? ' chip-' + tone : ' chip-quiet'),
+      dataset: { count: key },
+    }, [el('strong', { text: n }), ' ' + label]);
+  }
+
+  function renderGlobalDiagnostics(snap) {
+    const diags = arr(snap.diagnostics);
+    if (!diags.length) return null;
+    return el('section', { className: 'panel diagnostics-panel', testid: 'diagnostics' }, [
+      el('h2', { className: 'section-title', text: 'Configuration problems' }),
+      renderDiagnostics(diags),
+    ]);
+  }
+
+  function renderDiagnostics(diags) {
+    return el('ul', { className: 'diags' }, arr(diags).map((d) => {
+      const diag = obj(d);
+      const sev = severity(diag.code);
+      return el('li', {
+        className: 'diag diag-' + sev,
+        testid: 'diagnostic',
+        dataset: { code: str(diag.code), severity: sev },
+      }, [
+        el('span', { className: 'diag-code', text: str(diag.code) || 'problem' }),
+        el('div', { className: 'diag-body' }, [
+          el('p', { className: 'diag-message', text: str(diag.message) }),
+          diag.recovery
+            ? el('p', { className: 'diag-recovery' }, [
+              el('span', { className: 'diag-label', text: 'What to do: ' }),
+              str(diag.recovery),
+            ])
+            : null,
+          diag.path && !str(diag.message).includes(str(diag.path))
+            ? el('p', { className: 'diag-path mono', text: str(diag.path) })
+            : null,
+        ]),
+      ]);
+    }));
+  }
+
+  function renderEmpty() {
+    return el('section', { className: 'panel empty', testid: 'empty-state' }, [
+      el('h2', { className: 'empty-title', text: 'No OpenCode plugins or tools were found' }),
+      el('p', { className: 'empty-text' }, [
+        'Berth looks where OpenCode does: the ',
+        el('code', { text: 'plugins/' }),
+        ' and ',
+        el('code', { text: 'tools/' }),
+        ' folders of the config folders listed below, and the ',
+        el('code', { text: 'plugin' }),
+        ' list in ',
+        el('code', { text: 'opencode.json' }),
+        ' files. Add a plugin there and it shows up here; nothing runs until you approve it.',
+      ]),
+    ]);
+  }
+
+  function renderSources(sources) {
+    const indexed = sources.map((s, i) => ({ s: obj(s), i }));
+    const byOrder = (a, b) => {
+      const oa = num(a.s.order);
+      const ob = num(b.s.order);
+      if (oa !== null && ob !== null && oa !== ob) return oa - ob;
+      return a.i - b.i;
+    };
+    const of = (cat) => indexed.filter((x) => category(x.s) === cat).sort(byOrder);
+    const groups = [
+      ['plugin', 'Plugins', 'in load order'],
+      ['tool', 'Custom tools', 'from tools/ folders'],
+      ['mcp', 'MCP servers', 'listed in config'],
+      ['other', 'Other sources', ''],
+    ]
+      .map(([cat, title, note]) => [cat, title, note, of(cat)])
+      .filter((g) => g[3].length)
+      .map(([cat, title, note, items]) => renderGroup(cat, title, note, items));
+    return el('section', { className: 'sources', testid: 'source-list' }, groups);
+  }
+
+  function renderGroup(key, title, note, items) {
+    return el('div', { className: 'source-group', dataset: { group: key } }, [
+      el('h2', { className: 'section-title' }, [
+        title,
+        el('span', { className: 'section-count', text: items.length }),
+        note ? el('span', { className: 'section-note', text: note }) : null,
+      ]),
+      el('ol', { className: 'source-items' }, items.map((x, pos) => el('li', null, renderSource(x.s, pos)))),
+    ]);
+  }
+
+  function sourceName(s) {
+    const k = str(s.kind);
+    if (k === 'npm-plugin' || category(s) === 'mcp') return str(s.entry) || str(s.spec) || str(s.id);
+    const tools = arr(obj(s.capabilities).tools);
+    if (isTool(s) && tools.length === 1) return str(tools[0]);
+    return basename(s.entry) || str(s.id);
+  }
+
+  function renderSource(s, pos) {
+    const info = stateInfo(s.state);
+    const caps = obj(s.capabilities);
+    const diags = arr(s.diagnostics);
+    const summary = arr(caps.summary);
+    const order = num(s.order);
+
+    const meta = el('dl', { className: 'source-meta' }, [
+      el('dt', { text: 'Entry' }),
+      el('dd', { className: 'mono', testid: 'source-entry', text: str(s.entry) }),
+      el('dt', { text: 'Listed in' }),
+      el('dd', null, [
+        el('span', { className: 'mono', testid: 'source-origin', text: str(s.origin) }),
+        el('span', { className: 'scope scope-' + str(s.scope), testid: 'source-scope', text: scopeLabel(s.scope) }),
+      ]),
+    ]);
+
+    const capsBlock = el('div', { className: 'caps' }, [
+      el('h3', { className: 'caps-title', text: 'What it can do' }),
+      summary.length
+        ? el('ul', { className: 'caps-list', testid: 'capabilities' }, summary.map((line) =>
+          el('li', { className: caps.contents_unknown ? 'caps-unknown' : '', text: str(line) })))
+        : el('p', { className: 'caps-none', text: 'Nothing is known about it yet.' }),
+    ]);
+
+    return el('article', {
+      className: 'source tone-' + info.tone,
+      testid: 'source',
+      dataset: { sourceId: str(s.id), state: str(s.state), kind: str(s.kind) },
+    }, [
+      el('header', { className: 'source-head' }, [
+        el('span', {
+          className: 'order',
+          title: order !== null ? 'Load order ' + (order + 1) : 'Position ' + (pos + 1),
+          text: order !== null ? order + 1 : pos + 1,
+        }),
+        el('div', { className: 'source-title' }, [
+          el('h3', { className: 'source-name', text: sourceName(s) }),
+          el('p', { className: 'source-sub' }, [
+            el('span', { className: 'kind', text: kindLabel(s.kind) }),
+            el('span', { className: 'sep', text: '·', attrs: { 'aria-hidden': 'true' } }),
+            el('span', { className: 'mono source-id', testid: 'source-id', text: str(s.id) }),
+          ]),
+        ]),
+        diags.length ? problemPill(diags) : null,
+        el('span', {
+          className: 'badge badge-' + info.tone,
+          testid: 'state',
+          dataset: { state: str(s.state) },
+          text: info.label,
+        }),
+      ]),
+      meta,
+      capsBlock,
+      diags.length ? renderDiagnostics(diags) : null,
+      renderTechnical(s, caps),
+    ]);
+  }
+
+  function problemPill(diags) {
+    const sevs = diags.map((d) => severity(obj(d).code));
+    const sev = sevs.includes('error') ? 'error' : sevs.includes('warning') ? 'warning' : 'info';
+    return el('span', {
+      className: 'problems problems-' + sev,
+      testid: 'problem-count',
+      text: diags.length + ' ' + plural(diags.length, 'problem', 'problems'),
+    });
+  }
+
+  function renderTechnical(s, caps) {
+    const rows = [];
+    const add = (label, value, mono) => {
+      if (value === undefined || value === null || value === '') return;
+      if (Array.isArray(value) && !value.length) return;
+      const text = Array.isArray(value) ? value.map(str).join(', ') : str(value);
+      rows.push(el('dt', { text: label }), el('dd', { className: mono ? 'mono' : '', text }));
+    };
+    add('Spec', s.spec, true);
+    if (s.options !== undefined && s.options !== null) add('Options', JSON.stringify(s.options), true);
+    add('Files', caps.files, true);
+    add('Exports', caps.exports, true);
+    add('Tools', caps.tools, true);
+    add('Packages', caps.packages, true);
+    add('Install scripts', caps.install_scripts, true);
+    add('OpenCode versions', caps.engines_opencode, true);
+    add('Digest', s.digest, true);
+    add('Capability digest', s.capability_digest, true);
+    if (!rows.length) return null;
+    return details('tech:' + str(s.id), false, 'Technical details',
+      el('dl', { className: 'tech-list' }, rows), { className: 'tech' });
+  }
+
+  function renderLookedAt(snap, empty) {
+    const dirs = arr(snap.config_dirs).map(obj);
+    const files = arr(snap.config_files).map(obj);
+    const dirsFound = dirs.filter((d) => d.exists).length;
+    const filesFound = files.filter((f) => f.exists).length;
+
+    const dirsBlock = details('config-dirs', empty,
+      [
+        el('span', { className: 'details-title', text: 'Config folders looked at' }),
+        el('span', { className: 'details-note', text: dirsFound + ' of ' + dirs.length + ' present' }),
+      ],
+      pathList(dirs, 'config-dir', 'No config folders were looked at.'),
+      { className: 'looked', testid: 'config-dirs' });
+    const filesBlock = details('config-files', false,
+      [
+        el('span', { className: 'details-title', text: 'Config files' }),
+        el('span', { className: 'details-note', text: filesFound + ' of ' + files.length + ' present' }),
+      ],
+      pathList(files, 'config-file', 'No config files were looked at.'),
+      { className: 'looked', testid: 'config-files' });
+
+    return el('section', { className: 'panel looked-panel', testid: 'config-section' }, [
+      el('h2', { className: 'section-title', text: 'Where Berth looked' }),
+      dirsBlock,
+      filesBlock,
+    ]);
+  }
+
+  const ROLES = {
+    global: 'Your config',
+    project: 'Project',
+    'config-dir': '.opencode folder',
+    managed: 'Managed by admin',
+  };
+
+  function roleLabel(role) {
+    return ROLES[str(role)] || str(role).replace(/-/g, ' ');
+  }
+
+  function pathList(items, testid, emptyText) {
+    if (!items.length) return el('p', { className: 'muted', text: emptyText });
+    return el('ul', { className: 'paths' }, items.map((item) => {
+      const exists = item.exists === true;
+      return el('li', {
+        className: 'path-row ' + (exists ? 'is-present' : 'is-absent'),
+        testid,
+        dataset: { exists: exists ? '1' : '0', path: str(item.path) },
+      }, [
+        el('span', {
+          className: 'presence',
+          title: exists ? 'present' : 'not present',
+          text: exists ? 'Present' : 'Not present',
+        }),
+        el('span', { className: 'mono path', text: str(item.path) }),
+        el('span', { className: 'tags' }, [
+          item.role ? el('span', { className: 'tag', title: 'role: ' + str(item.role), text: roleLabel(item.role) }) : null,
+          item.scope ? el('span', { className: 'tag', text: scopeLabel(item.scope) }) : null,
+        ]),
+      ]);
+    }));
+  }
+
+  function renderRuntimes(snap) {
+    const runtimes = arr(snap.runtimes).map(obj);
+    const body = runtimes.length
+      ? el('ul', { className: 'runtimes' }, runtimes.map((r) => {
+        const ok = !r.problem && !!r.path;
+        return el('li', {
+          className: 'runtime ' + (ok ? 'is-ok' : 'is-problem'),
+          testid: 'runtime',
+          dataset: { runtime: str(r.name) },
+        }, [
+          el('span', { className: 'runtime-name', text: str(r.name) }),
+          el('span', { className: 'runtime-version mono', text: r.version ? str(r.version) : 'not found' }),
+          el('span', { className: 'runtime-path mono', text: str(r.path) }),
+          r.found_via ? el('span', { className: 'tag', text: 'via ' + str(r.found_via) }) : null,
+          r.problem ? el('p', { className: 'runtime-problem', text: str(r.problem) }) : null,
+        ]);
+      }))
+      : el('p', { className: 'muted', text: 'No JavaScript runtime information yet.' });
+    return el('section', { className: 'panel', testid: 'runtimes-section' }, [
+      el('h2', { className: 'section-title', text: 'Runtimes' }),
+      body,
+    ]);
+  }
+
+  function renderFooter(snap) {
+    const berth = obj(snap.berth);
+    const store = obj(berth.store);
+    const footer = document.getElementById('footer');
+    const item = (label, value, testid) =>
+      value === undefined || value === null || value === ''
+        ? null
+        : el('span', { className: 'footer-item', testid }, [
+          el('span', { className: 'footer-label', text: label }),
+          el('span', { className: 'mono', text: str(value) }),
+        ]);
+    footer.replaceChildren(...[
+      item('Data', berth.data_dir, 'data-dir'),
+      item('Store schema', store.schema_version, 'schema-version'),
+      item('Log', berth.log_file, 'log-file'),
+      item('Revision', snap.revision, 'revision'),
+    ].filter(Boolean));
+  }
+
+  function renderError(title, message, recovery) {
+    const app = document.getElementById('app');
+    const box = el('section', { className: 'panel load-error', testid: 'load-error' }, [
+      el('h2', { className: 'empty-title', text: title }),
+      el('p', { text: message }),
+      recovery ? el('p', { className: 'diag-recovery' }, [
+        el('span', { className: 'diag-label', text: 'What to do: ' }),
+        recovery,
+      ]) : null,
+    ]);
+    if (current) {
+      // Keep the last good snapshot on screen; put the problem above it.
+      const old = app.querySelector('[data-testid=load-error]');
+      if (old) old.remove();
+      app.prepend(box);
+    } else {
+      app.replaceChildren(box);
+      app.removeAttribute('aria-busy');
+    }
+  }
+
+  function safeRender(snapshot) {
+    try {
+      render(snapshot);
+    } catch (e) {
+      console.error('berth: cannot render the status', e);
+      renderError('This status could not be shown', String((e && e.message) || e),
+        'Reload the page; if it happens again, report it with the log file.');
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Live indicator
+
+  const LIVE_TEXT = {
+    connecting: 'Connecting…',
+    connected: 'Live',
+    reconnecting: 'Reconnecting…',
+    disconnected: 'Disconnected',
+  };
+
+  function setLive(state, hint) {
+    const live = document.querySelector('[data-testid=live]');
+    if (!live) return;
+    live.dataset.live = state;
+    live.querySelector('.live-text').textContent = LIVE_TEXT[state] || state;
+    live.title = hint || (state === 'connected' ? 'Changes appear here as they happen' : '');
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Brand mark (same drawing as icons/make-icons.py)
+
+  function drawMark() {
+    const host = document.getElementById('brand-mark');
+    if (!host) return;
+    const svg = document.createElementNS(SVG_NS, 'svg');
+    svg.setAttribute('viewBox', '0 0 100 100');
+    svg.setAttribute('width', '28');
+    svg.setAttribute('height', '28');
+    const bg = document.createElementNS(SVG_NS, 'rect');
+    for (const [k, v] of Object.entries({ x: 0, y: 0, width: 100, height: 100, rx: 22, class: 'mark-bg' })) {
+      bg.setAttribute(k, String(v));
+    }
+    const b = document.createElementNS(SVG_NS, 'path');
+    b.setAttribute('d', 'M52 20 H33 V68 H55 A12 12 0 0 0 55 44 H33 M33 44 H52 A12 12 0 0 0 52 20');
+    b.setAttribute('class', 'mark-fg');
+    b.setAttribute('stroke-width', '9');
+    const wave = document.createElementNS(SVG_NS, 'path');
+    wave.setAttribute('d', 'M23 83 q6.75 -6 13.5 0 t13.5 0 t13.5 0 t13.5 0');
+    wave.setAttribute('class', 'mark-fg');
+    wave.setAttribute('stroke-width', '6');
+    wave.setAttribute('stroke-linecap', 'round');
+    svg.append(bg, b, wave);
+    host.append(svg);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Transports
+
+  function startTauri(tauri) {
+    setLive('connecting');
+    let latest = -1;
+    const accept = (snap) => {
+      const rev = num(obj(snap).revision);
+      if (rev !== null && rev < latest) return; // an older answer arriving late
+      if (rev !== null) latest = rev;
+      safeRender(snap);
+    };
+    // Listen first, then ask: no change can fall between the two.
+    Promise.resolve(tauri.event.listen('status-changed', (e) => {
+      const payload = obj(e && e.payload);
+      if (payload.snapshot) accept(payload.snapshot);
+      else tauri.core.invoke('status').then(accept, (err) => console.error('berth: status', err));
+    }))
+      .then(() => tauri.core.invoke('status'))
+      .then((snap) => {
+        accept(snap);
+        setLive('connected');
+      })
+      .catch((err) => {
+        setLive('disconnected', String(err));
+        renderError('Berth could not read its status', String((err && err.message) || err),
+          'Restart Berth; if it happens again, look at the log file.');
+      });
+  }
+
+  function startWeb() {
+    const token = new URLSearchParams(location.search).get('token');
+    if (!token) {
+      setLive('disconnected');
+      renderError('This address has no access token',
+        'The status page needs the address that `berth serve` printed; it ends in ?token=…',
+        'Open the full URL printed by `berth serve`.');
+      return;
+    }
+    const q = '?token=' + encodeURIComponent(token);
+    setLive('connecting');
+
+    fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
+      .then((res) => {
+        if (res.status === 401 || res.status === 403) {
+          const err = new Error('The access token in this address is not accepted (HTTP ' + res.status + ').');
+          err.auth = true;
+          throw err;
+        }
+        if (!res.ok) throw new Error('The status request failed (HTTP ' + res.status + ').');
+        return res.json();
+      })
+      .then((snap) => {
+        if (!current) safeRender(snap);
+        listen(q);
+      })
+      .catch((err) => {
+        setLive('disconnected');
+        if (err && err.auth) {
+          renderError('Access refused', err.message,
+            'Berth makes a new token each time it starts: open the URL that `berth serve` printed last.');
+        } else {
+          renderError('Berth is not reachable', String((err && err.message) || err),
+            'Check that `berth serve` is still running, then reload this page.');
+        }
+      });
+  }
+
+  function listen(q) {
+    const source = new EventSource('/api/events' + q);
+    source.addEventListener('open', () => setLive('connected'));
+    source.addEventListener('status', (ev) => {
+      let snap;
+      try {
+        snap = JSON.parse(ev.data);
+      } catch (e) {
+        console.error('berth: an event did not hold JSON', e);
+        return;
+      }
+      setLive('connected');
+      const old = document.querySelector('[data-testid=load-error]');
+      if (old) old.remove();
+      safeRender(snap);
+    });
+    source.addEventListener('error', () => {
+      if (source.readyState === EventSource.CLOSED) {
+        setLive('disconnected', 'The server refused or ended the live connection');
+        renderError('The live connection ended',
+          'Berth stopped sending updates; what is shown may be out of date.',
+          'If `berth serve` was restarted, open the new URL it printed.');
+      } else {
+        setLive('reconnecting', 'The connection dropped; the browser is trying again');
+      }
+    });
+  }
+
+  function start() {
+    drawMark();
+    const tauri = window.__TAURI__;
+    if (tauri && tauri.core && typeof tauri.core.invoke === 'function' && tauri.event) {
+      startTauri(tauri);
+    } else {
+      startWeb();
+    }
+  }
+
+  if (document.readyState === 'loading') {
+    document.addEventListener('DOMContentLoaded', start);
+  } else {
+    start();
+  }
+})();

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_discovery::OpencodeEnv;
-use berth_runtime::{default_data_dir, Berth, BerthOptions, StatusSnapshot};
+use berth_runtime::{default_data_dir, Berth, BerthError, BerthOptions, Decision, StatusSnapshot};
 use tauri::{Emitter, Manager};
 
 /// Command-line options of the app (`--data-dir DIR`, `--project DIR`, `--pure`).
@@ -38,6 +38,36 @@ fn status(berth: tauri::State<'_, Berth>) -> Arc<StatusSnapshot> {
     berth.status()
 }
 
+/// Allow the given sources (the approval panel's "Allow").
+#[tauri::command]
+async fn approve(
+    berth: tauri::State<'_, Berth>,
+    ids: Vec<String>,
+) -> Result<Vec<String>, BerthError> {
+    let berth = berth.inner().clone();
+    tauri::async_runtime::spawn_blocking(move || berth.decide(Some(&ids), Decision::Allow, "app"))
+        .await
+        .map_err(join_error)?
+}
+
+/// Deny the given sources (the approval panel's "Deny").
+#[tauri::command]
+async fn deny(berth: tauri::State<'_, Berth>, ids: Vec<String>) -> Result<Vec<String>, BerthError> {
+    let berth = berth.inner().clone();
+    tauri::async_runtime::spawn_blocking(move || berth.decide(Some(&ids), Decision::Deny, "app"))
+        .await
+        .map_err(join_error)?
+}
+
+fn join_error(e: impl std::fmt::Display) -> BerthError {
+    BerthError::new(
+        berth_runtime::code::TEMPORARILY_UNAVAILABLE,
+        "approval",
+        e.to_string(),
+        "retry",
+    )
+}
+
 pub fn run() {
     let args = parse_args(std::env::args());
     let mut env = OpencodeEnv::from_process();
@@ -63,7 +93,7 @@ pub fn run() {
 
     tauri::Builder::default()
         .manage(berth.clone())
-        .invoke_handler(tauri::generate_handler![status])
+        .invoke_handler(tauri::generate_handler![status, approve, deny])
         .setup(move |app| {
             let handle = app.handle().clone();
             let mut events = berth.subscribe();

@@ -101,6 +101,8 @@ impl Server {
         let api = Router::new()
             .route("/api/status", get(status))
             .route("/api/events", get(events))
+            .route("/api/approve", axum::routing::post(approve))
+            .route("/api/deny", axum::routing::post(deny))
             .route_layer(middleware::from_fn_with_state(
                 self.state.clone(),
                 require_token,
@@ -211,6 +213,41 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 async fn status(State(s): State<AppState>) -> impl IntoResponse {
     Json(serde_json::to_value(&*s.berth.status()).unwrap_or_default())
+}
+
+#[derive(serde::Deserialize)]
+struct Decide {
+    ids: Vec<String>,
+}
+
+async fn approve(State(s): State<AppState>, Json(body): Json<Decide>) -> Response {
+    decide(s, body, berth_store::Decision::Allow).await
+}
+
+async fn deny(State(s): State<AppState>, Json(body): Json<Decide>) -> Response {
+    decide(s, body, berth_store::Decision::Deny).await
+}
+
+/// Records the page's decision (the same rules as `berth approve`/`deny`) off the async
+/// workers: the page never waits on more than the store write.
+async fn decide(s: AppState, body: Decide, decision: berth_store::Decision) -> Response {
+    let berth = s.berth.clone();
+    let result =
+        tokio::task::spawn_blocking(move || berth.decide(Some(&body.ids), decision, "page")).await;
+    match result {
+        Ok(Ok(ids)) => Json(serde_json::json!({ "decided": ids })).into_response(),
+        Ok(Err(e)) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(serde_json::json!({ "error": e })),
+        )
+            .into_response(),
+        Err(e) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            code::TEMPORARILY_UNAVAILABLE,
+            &e.to_string(),
+            "retry",
+        ),
+    }
 }
 
 /// `status` events carry the whole snapshot; the first one is sent at once.

@@ -214,14 +214,25 @@ function normalizeSchema(s) {
   return out
 }
 
+const validators = new WeakMap() // tool definition -> z.object of its args (or null)
+
+/** The tool's own zod object, built once per definition. */
+function validatorOf(def) {
+  if (!validators.has(def)) {
+    const values = Object.values(def.args ?? {})
+    validators.set(def, values.length > 0 && values.every(isZod) ? z.object(def.args) : null)
+  }
+  return validators.get(def)
+}
+
 async function invoke(msg) {
   const { tool: name, args, context } = msg.body
   const def = tools.get(`${msg.instance}\u0000${name}`)
   if (!def) throw fail("unsupported", `tool ${name} is not loaded in this host`)
   let parsedArgs = args ?? {}
-  const values = Object.values(def.args ?? {})
-  if (values.length > 0 && values.every(isZod)) {
-    const result = z.object(def.args).safeParse(parsedArgs)
+  const validator = validatorOf(def)
+  if (validator) {
+    const result = validator.safeParse(parsedArgs)
     if (!result.success) throw fail("invalid-arguments", `arguments do not match ${name}'s schema: ${z.prettifyError ? z.prettifyError(result.error) : result.error.message}`)
     parsedArgs = result.data
   }

@@ -217,15 +217,20 @@ fn main() {
             Some((2.0, true)),
         );
 
-        let mut full = Vec::new();
-        for i in 0..1000 {
-            let t = Instant::now();
-            rt.block_on(berth.invoke("t0000", serde_json::json!({ "text": "x" }), None, None))
-                .unwrap();
-            if i >= 100 {
-                full.push(t.elapsed().as_secs_f64() * 1e6);
+        let mut full = rt.block_on(async {
+            let mut full = Vec::new();
+            for i in 0..1000 {
+                let t = Instant::now();
+                berth
+                    .invoke("t0000", serde_json::json!({ "text": "x" }), None, None)
+                    .await
+                    .unwrap();
+                if i >= 100 {
+                    full.push(t.elapsed().as_secs_f64() * 1e6);
+                }
             }
-        }
+            full
+        });
         f.print(
             &format!("invoke_with_receipt_p50_{name}"),
             pct(&mut full, 0.5),

@@ -156,7 +156,8 @@ pub struct Host {
     pub pid: u32,
     /// The value of `procs::TREE_VAR` in this host's processes.
     tree: String,
-    writer: mpsc::Sender<Vec<u8>>,
+    /// Callers write their own frames (no hop through a writer task); the lock keeps frames whole.
+    writer: Arc<tokio::sync::Mutex<tokio::net::unix::OwnedWriteHalf>>,
     pending: Mutex<HashMap<u64, Pending>>,
     next_id: AtomicU64,
     lost: AtomicBool,
@@ -286,14 +287,18 @@ impl Host {
                     meta: opts.metadata.clone(),
                 },
             );
-        if self.writer.send(frame).await.is_err() {
+        let written = tokio::time::timeout(opts.timeout, async {
+            self.writer.lock().await.write_all(&frame).await
+        })
+        .await;
+        if !matches!(written, Ok(Ok(()))) {
             self.pending
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&id);
             return Err(CallError::new(
                 opts.lost_code,
-                "the plugin host is not running",
+                "the plugin host is not accepting requests",
             ));
         }
         // A caller that gives up (drops this future) cancels the call like an explicit cancel.
@@ -342,7 +347,7 @@ impl Host {
             v: PROTOCOL_VERSION,
             cancel_id: id,
         }) {
-            let _ = self.writer.try_send(frame);
+            self.send_detached(frame);
         }
         match tokio::time::timeout(CANCEL_GRACE, &mut *rx).await {
             // The plugin honoured the signal and ended (either way, the caller asked to stop).
@@ -363,6 +368,19 @@ impl Host {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
         Err(CallError::new(code, message))
+    }
+
+    /// Sends a frame without waiting (cancel notices from sync contexts).
+    fn send_detached(&self, frame: Vec<u8>) {
+        let writer = self.writer.clone();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    writer.lock().await.write_all(&frame).await
+                })
+                .await;
+            });
+        }
     }
 
     fn on_frame(&self, msg: FromHost) {
@@ -450,7 +468,7 @@ impl Drop for GiveUpGuard<'_> {
             v: PROTOCOL_VERSION,
             cancel_id: self.id,
         }) {
-            let _ = self.host.writer.try_send(frame);
+            self.host.send_detached(frame);
         }
         self.host
             .pending
@@ -633,8 +651,8 @@ impl HostSupervisor {
         };
         // Later connections to this listener are refused by dropping it here (the path is gone).
         drop(listener);
-        let (mut rd, mut wr) = stream.into_split();
-        let (writer, mut write_rx) = mpsc::channel::<Vec<u8>>(QUEUE_LIMIT * 2);
+        let (mut rd, wr) = stream.into_split();
+        let writer = Arc::new(tokio::sync::Mutex::new(wr));
         let host = Arc::new(Host {
             backend,
             generation,
@@ -650,13 +668,6 @@ impl HostSupervisor {
             dropped: AtomicU64::new(0),
             loaded: Mutex::new(HashSet::new()),
             logs,
-        });
-        tokio::spawn(async move {
-            while let Some(frame) = write_rx.recv().await {
-                if wr.write_all(&frame).await.is_err() {
-                    break;
-                }
-            }
         });
         let weak = Arc::downgrade(&host);
         tokio::spawn(async move {

@@ -150,8 +150,9 @@ function isToolDefinition(v) {
 }
 
 /** Imports a standalone tool file and describes its tools exactly as OpenCode 1.18.4 names them. */
-async function loadTools(instance, { path, stem }) {
-  const mod = await import(pathToFileURL(path).href)
+async function loadTools(instance, { path, stem, version }) {
+  const url = pathToFileURL(path).href + (version ? `?v=${version}` : "")
+  const mod = await import(url)
   const out = []
   for (const [exportName, value] of Object.entries(mod)) {
     if (!isToolDefinition(value)) continue

@@ -25,9 +25,10 @@ export async function resolve(specifier, context, next) {
 }
 
 export async function load(url, context, next) {
-  if (url.startsWith("file:") && /\.(m|c)?tsx?$/.test(url)) {
-    const source = await readFile(fileURLToPath(url), "utf8")
-    const { code } = transform(source, { transforms: url.endsWith("x") ? ["typescript", "jsx"] : ["typescript"], disableESTransforms: true, filePath: fileURLToPath(url) })
+  const path = url.startsWith("file:") ? fileURLToPath(url.replace(/[?#].*$/, "")) : ""
+  if (/\.(m|c)?tsx?$/.test(path)) {
+    const source = await readFile(path, "utf8")
+    const { code } = transform(source, { transforms: path.endsWith("x") ? ["typescript", "jsx"] : ["typescript"], disableESTransforms: true, filePath: path })
     return { format: "module", source: code, shortCircuit: true }
   }
   return next(url, context)

@@ -106,6 +106,12 @@ pub fn run() {
                 }
             })?;
             let watcher = berth_runtime::watch::watch(berth.clone())?;
+            // Approved sources are activated (and revoked ones withdrawn) in the background;
+            // the window never waits on it.
+            let active = berth.clone();
+            tauri::async_runtime::spawn(async move {
+                let _ = active.keep_active().await;
+            });
             app.manage(WatchGuard(std::sync::Mutex::new(Some(watcher))));
             Ok(())
         })

@@ -121,3 +121,64 @@ fn a_non_loopback_address_is_refused() {
     assert_schema("error", &err);
     assert_eq!(err["error"]["code"], "policy-limited");
 }
+
+fn status_of(srv: &Serving) -> serde_json::Value {
+    let token = srv.url.split("token=").nth(1).unwrap();
+    let (code, body) = get(&srv.addr, &format!("/api/status?token={token}"), &[]);
+    assert_eq!(code, 200);
+    serde_json::from_str(&body[body.find('{').unwrap()..=body.rfind('}').unwrap()]).unwrap()
+}
+
+/// Waits (bounded) until the served status satisfies `ok`.
+fn wait_for(
+    srv: &Serving,
+    what: &str,
+    ok: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let v = status_of(srv);
+        if ok(&v) {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+}
+
+#[test]
+fn a_cli_approval_activates_in_the_running_server_and_a_denial_withdraws() {
+    let s = Sandbox::new();
+    s.write(
+        "project/.opencode/tools/hello.ts",
+        "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'hi', args: {}, async execute() { return 'hi' } })\n",
+    );
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    let v = status_of(&srv);
+    assert_eq!(v["sources"][0]["state"], "pending-approval");
+    assert_eq!(v["tools"], serde_json::json!([]));
+    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+
+    let started = std::time::Instant::now();
+    assert_eq!(s.run_json(&["approve", &id]).0, 0);
+    let v = wait_for(&srv, "the tool to become active", |v| {
+        v["tools"].as_array().is_some_and(|t| t.len() == 1)
+    });
+    eprintln!(
+        "approval in another process → tool active in the server: {:?}",
+        started.elapsed()
+    );
+    assert_schema("status", &v);
+    assert_eq!(v["sources"][0]["state"], "active");
+    assert_eq!(v["tools"][0]["name"], "hello");
+    assert_eq!(v["hosts"][0]["instances"], serde_json::json!([id]));
+
+    assert_eq!(s.run_json(&["deny", &id]).0, 0);
+    let v = wait_for(&srv, "the tool to be withdrawn", |v| {
+        v["tools"].as_array().is_some_and(|t| t.is_empty())
+    });
+    assert_eq!(v["sources"][0]["state"], "disabled");
+}

@@ -309,6 +309,7 @@ fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
         let stop = std::sync::Arc::new(tokio::sync::Notify::new());
         let stop_server = stop.clone();
         let serving = tokio::spawn(server.run(async move { stop_server.notified().await }));
+        let _activation = berth.keep_active();
         shutdown_signal().await;
         stop.notify_one();
         let _ = tokio::time::timeout(std::time::Duration::from_millis(500), serving).await;

@@ -4,7 +4,7 @@
 //! Invariant: nothing is imported unless `approval::gate` passed for the bytes on disk at that
 //! moment; a tool the approved summary did not show is not registered (`pending-activation`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,6 +50,10 @@ pub struct Activation {
 pub(crate) struct Catalog {
     /// By tool name; later registrations win, as in OpenCode.
     pub tools: BTreeMap<String, ToolEntry>,
+    /// Sources imported in the live host, with the digest of the bytes imported.
+    pub loaded: HashMap<String, String>,
+    /// What activation made of each cleared source (active, pending-activation, load-failed).
+    pub activity: HashMap<String, SourceState>,
 }
 
 impl Berth {
@@ -58,19 +62,20 @@ impl Berth {
     }
 
     /// Imports every approved standalone tool source whose bytes still match its approval,
-    /// and returns the catalog. Problems are per source; the others still load.
+    /// withdraws the tools of every source that is no longer approved, and returns the
+    /// catalog. Problems are per source; the others still load. Publishes the new status.
     pub async fn activate(&self) -> Activation {
+        let act = self.activate_inner().await;
+        self.rescan();
+        act
+    }
+
+    async fn activate_inner(&self) -> Activation {
         let mut act = Activation::default();
         // The gate reads the bytes as they are now, not a cached view.
         let fresh = Scanner::new().scan(&self.options().env, &self.options().project);
         let backend = approval::backend_for(&self.runtimes());
-        let sup = match self.supervisor().await {
-            Ok(s) => s,
-            Err(e) => {
-                act.problems.push(e);
-                return act;
-            }
-        };
+        let mut cleared: HashMap<String, &berth_discovery::Source> = HashMap::new();
         for source in fresh
             .sources
             .iter()
@@ -78,64 +83,93 @@ impl Berth {
         {
             let key = approval::key_for(source, self.domain(), backend);
             let row = self.with_store(|s| s.current_approval(&key)).ok().flatten();
-            if row.is_none() {
-                continue;
-            }
-            if let Err(why) = self.with_store(|s| approval::gate(s, source, self.domain(), backend))
-            {
-                if row
-                    .as_ref()
-                    .is_some_and(|r| r.decision == berth_store::Decision::Allow)
-                {
-                    act.problems.push(
-                        BerthError::new(
-                            code::ACTION_REQUIRED,
-                            "approval",
-                            why,
-                            "review what grew and approve again",
-                        )
-                        .for_plugin(source.id.clone()),
-                    );
+            let Some(row) = row else { continue };
+            match self.with_store(|s| approval::gate(s, source, self.domain(), backend)) {
+                Ok(()) => {
+                    cleared.insert(source.id.clone(), source);
                 }
-                continue;
+                Err(why) if row.decision == berth_store::Decision::Allow => act.problems.push(
+                    BerthError::new(
+                        code::ACTION_REQUIRED,
+                        "approval",
+                        why,
+                        "review what grew and approve again",
+                    )
+                    .for_plugin(source.id.clone()),
+                ),
+                Err(_) => {}
             }
+        }
+        // Revocation: tools of sources no longer cleared are withdrawn at once.
+        let withdrawn: Vec<String> = {
+            let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            let gone: Vec<String> = cat
+                .loaded
+                .keys()
+                .filter(|id| !cleared.contains_key(*id))
+                .cloned()
+                .collect();
+            for id in &gone {
+                cat.tools.retain(|_, t| &t.provider.source_id != id);
+                cat.loaded.remove(id);
+                cat.activity.remove(id);
+            }
+            cat.activity.retain(|id, _| cleared.contains_key(id));
+            gone
+        };
+        let sup = match self.supervisor().await {
+            Ok(s) => s,
+            Err(e) => {
+                act.problems.push(e);
+                return act;
+            }
+        };
+        if !withdrawn.is_empty() {
+            // Code of a revoked source must not keep running: its host is recycled once idle.
+            if let Ok(host) = sup.host(backend).await {
+                let hosted = host
+                    .loaded
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .iter()
+                    .any(|id| withdrawn.contains(id));
+                if hosted && host.in_flight() == 0 {
+                    host.kill("a source it ran was revoked");
+                    self.catalog()
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .loaded
+                        .clear();
+                }
+            }
+        }
+        for (id, source) in cleared {
             let host = match sup.host(backend).await {
                 Ok(h) => h,
                 Err(e) => {
-                    act.problems.push(e.for_plugin(source.id.clone()));
+                    act.problems.push(e.for_plugin(id.clone()));
                     continue;
                 }
             };
-            let stem = std::path::Path::new(&source.entry)
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let body = serde_json::json!({ "path": source.entry, "stem": stem });
-            let opts = CallOptions {
-                lost_code: code::WORKER_LOST,
-                timeout: Duration::from_secs(30),
-                ..CallOptions::default()
+            let already = {
+                let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                cat.loaded.get(&id) == Some(&source.digest)
+                    && host
+                        .loaded
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .contains(&id)
             };
-            match host.call(&source.id, CallKind::LoadTools, body, opts).await {
-                Ok(v) => {
-                    let loaded: Vec<ToolEntry> = v["tools"]
-                        .as_array()
-                        .into_iter()
+            if already {
+                continue;
+            }
+            match self.load_tools(&host, source, backend).await {
+                Ok(loaded) => {
+                    let key = approval::key_for(source, self.domain(), backend);
+                    let approved: BTreeSet<String> = self
+                        .with_store(|s| s.current_approval(&key))
+                        .ok()
                         .flatten()
-                        .map(|t| ToolEntry {
-                            name: t["name"].as_str().unwrap_or_default().to_string(),
-                            description: t["description"].as_str().unwrap_or_default().to_string(),
-                            parameters: t["parameters"].clone(),
-                            provider: Provider {
-                                source_id: source.id.clone(),
-                                kind: source.kind,
-                                backend,
-                            },
-                            state: SourceState::Active,
-                        })
-                        .collect();
-                    let approved: BTreeSet<String> = row
-                        .as_ref()
                         .and_then(|r| {
                             r.shown.get("tools").and_then(|t| t.as_array()).map(|a| {
                                 a.iter()
@@ -149,7 +183,13 @@ impl Berth {
                         .map(|t| t.name.as_str())
                         .filter(|n| !approved.contains(*n))
                         .collect();
+                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                    cat.tools.retain(|_, t| t.provider.source_id != id);
                     if !extra.is_empty() {
+                        // Checkpoint two: the module contributes more than was approved.
+                        cat.activity
+                            .insert(id.clone(), SourceState::PendingActivation);
+                        cat.loaded.remove(&id);
                         act.problems.push(
                             BerthError::new(
                                 code::ACTION_REQUIRED,
@@ -157,33 +197,27 @@ impl Berth {
                                 format!("the loaded module offers tools the approval did not show: {}; none of its tools are registered (pending-activation)", extra.join(", ")),
                                 "approve the source again to accept the new tools",
                             )
-                            .for_plugin(source.id.clone()),
+                            .for_plugin(id.clone()),
                         );
                         continue;
                     }
                     host.loaded
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .insert(source.id.clone());
-                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
-                    cat.tools.retain(|_, t| t.provider.source_id != source.id);
+                        .insert(id.clone());
+                    cat.loaded.insert(id.clone(), source.digest.clone());
+                    cat.activity.insert(id.clone(), SourceState::Active);
                     for t in loaded {
                         cat.tools.insert(t.name.clone(), t);
                     }
                 }
-                Err(e) => act.problems.push(
-                    BerthError::new(
-                        if e.code == code::WORKER_LOST {
-                            code::WORKER_LOST
-                        } else {
-                            code::PLUGIN_FAILED
-                        },
-                        "activation",
-                        format!("{} failed to load: {}", source.entry, e.message),
-                        "fix the tool file; the other tools keep working",
-                    )
-                    .for_plugin(source.id.clone()),
-                ),
+                Err(e) => {
+                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                    cat.activity.insert(id.clone(), SourceState::LoadFailed);
+                    cat.tools.retain(|_, t| t.provider.source_id != id);
+                    cat.loaded.remove(&id);
+                    act.problems.push(e.for_plugin(id.clone()));
+                }
             }
         }
         act.tools = self
@@ -195,6 +229,59 @@ impl Berth {
             .cloned()
             .collect();
         act
+    }
+
+    /// Imports one tool file in `host` (fresh bytes: the URL carries the content digest).
+    async fn load_tools(
+        &self,
+        host: &crate::host::Host,
+        source: &berth_discovery::Source,
+        backend: RuntimeKind,
+    ) -> Result<Vec<ToolEntry>, BerthError> {
+        let stem = std::path::Path::new(&source.entry)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // New bytes under an unchanged approval must load as new code: the module URL carries
+        // a short content digest (the ESM cache keys on the URL).
+        let version = source.digest.get(7..19).unwrap_or_default();
+        let body = serde_json::json!({ "path": source.entry, "stem": stem, "version": version });
+        let opts = CallOptions {
+            lost_code: code::WORKER_LOST,
+            timeout: Duration::from_secs(30),
+            ..CallOptions::default()
+        };
+        let v = host
+            .call(&source.id, CallKind::LoadTools, body, opts)
+            .await
+            .map_err(|e| {
+                BerthError::new(
+                    if e.code == code::WORKER_LOST {
+                        code::WORKER_LOST
+                    } else {
+                        code::PLUGIN_FAILED
+                    },
+                    "activation",
+                    format!("{} failed to load: {}", source.entry, e.message),
+                    "fix the tool file; the other tools keep working",
+                )
+            })?;
+        Ok(v["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| ToolEntry {
+                name: t["name"].as_str().unwrap_or_default().to_string(),
+                description: t["description"].as_str().unwrap_or_default().to_string(),
+                parameters: t["parameters"].clone(),
+                provider: Provider {
+                    source_id: source.id.clone(),
+                    kind: source.kind,
+                    backend,
+                },
+                state: SourceState::Active,
+            })
+            .collect())
     }
 
     /// One call through the full path: idempotency, receipt, host, result.
@@ -258,11 +345,6 @@ impl Berth {
             .contains(&entry.provider.source_id)
         {
             // The host was replaced since activation: load again (a load, not a replay).
-            self.catalog()
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .tools
-                .clear();
             let act = self.activate().await;
             if !act.tools.iter().any(|t| t.name == tool) {
                 let e = act.problems.into_iter().next().unwrap_or_else(|| {
@@ -358,4 +440,48 @@ pub async fn host_for_bench(berth: &Berth, backend: RuntimeKind) -> Arc<crate::h
         .host(backend)
         .await
         .expect("host")
+}
+
+impl Berth {
+    /// For long-running front ends (`serve`, the app): activates sources as they are approved
+    /// and withdraws them as they are revoked, driven by snapshot events (no polling). The
+    /// returned task ends when the event channel closes.
+    pub fn keep_active(&self) -> tokio::task::JoinHandle<()> {
+        let berth = self.clone();
+        let mut events = self.subscribe();
+        tokio::spawn(async move {
+            let mut last = String::new();
+            loop {
+                // What activation depends on: approved ids with their digests and decisions.
+                let signature: String = berth
+                    .status()
+                    .sources
+                    .iter()
+                    .filter(|s| s.kind == SourceKind::StandaloneTool)
+                    .map(|s| {
+                        format!(
+                            "{}:{}:{:?}:{:?};",
+                            s.id, s.digest, s.approval.decision, s.approval.grew
+                        )
+                    })
+                    .collect();
+                if signature != last {
+                    last = signature;
+                    let act = berth.activate().await;
+                    for p in &act.problems {
+                        tracing::warn!(
+                            plugin = p.plugin.as_deref().unwrap_or(""),
+                            code = p.code,
+                            "{}",
+                            p.message
+                        );
+                    }
+                }
+                match events.recv().await {
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        })
+    }
 }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use berth_discovery::{OpencodeEnv, Scanner};
 use berth_discovery::{SourceKind, SourceState};
+
 use berth_store::{ApprovalRow, Decision, NewApproval, Recovery, Store};
 use tokio::sync::broadcast;
 
@@ -177,6 +178,19 @@ impl Berth {
         };
         let g = &discovery.graph;
         let backend = approval::backend_for(&self.inner.runtimes);
+        let (tools, activity) = {
+            let cat = self.inner.catalog.lock().unwrap_or_else(|p| p.into_inner());
+            (
+                cat.tools.values().cloned().collect::<Vec<_>>(),
+                cat.activity.clone(),
+            )
+        };
+        let hosts = self
+            .inner
+            .supervisor
+            .get()
+            .map(|s| s.hosts_now())
+            .unwrap_or_default();
         let sources: Vec<SourceView> = self.with_store(|store| {
             discovery
                 .sources
@@ -184,7 +198,13 @@ impl Berth {
                 .map(|src| {
                     let key = approval::key_for(src, &self.inner.domain, backend);
                     let row = store.current_approval(&key).ok().flatten();
-                    let (state, view) = approval::evaluate(src, row.as_ref(), &key);
+                    let (mut state, view) = approval::evaluate(src, row.as_ref(), &key);
+                    // The host's word, for sources the gate let through.
+                    if state == SourceState::Discovered {
+                        if let Some(s) = activity.get(&src.id) {
+                            state = *s;
+                        }
+                    }
                     let mut source = src.clone();
                     source.state = state;
                     SourceView {
@@ -195,9 +215,20 @@ impl Berth {
                 .collect()
         });
         let fingerprint = berth_discovery::sha256_hex(
-            serde_json::json!([g.dirs, g.files, sources, g.diagnostics, g.pure])
-                .to_string()
-                .as_bytes(),
+            serde_json::json!([
+                g.dirs,
+                g.files,
+                sources,
+                g.diagnostics,
+                g.pure,
+                tools,
+                hosts
+                    .iter()
+                    .map(|h| (h.pid, &h.instances))
+                    .collect::<Vec<_>>()
+            ])
+            .to_string()
+            .as_bytes(),
         );
         let mut fp = self
             .inner
@@ -228,6 +259,8 @@ impl Berth {
             counts: Counts::of(&sources),
             diagnostics: g.diagnostics.clone(),
             sources,
+            tools,
+            hosts,
             revision: old.revision + 1,
         });
         let event = StatusEvent {
@@ -395,6 +428,8 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
         sources: vec![],
         counts: Counts::default(),
         diagnostics: vec![],
+        tools: vec![],
+        hosts: vec![],
         revision: 0,
     }
 }

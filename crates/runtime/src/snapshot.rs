@@ -7,6 +7,8 @@ use berth_discovery::{ConfigDir, ConfigFile, Diagnostic, Source, SourceState, Sw
 use serde::Serialize;
 
 use crate::approval::ApprovalView;
+use crate::catalog::ToolEntry;
+use crate::host::HostInfo;
 use crate::runtimes::RuntimeInfo;
 
 #[derive(Debug, Clone, Serialize)]
@@ -23,6 +25,10 @@ pub struct StatusSnapshot {
     pub counts: Counts,
     /// Graph-level diagnostics (source-level ones sit on each source).
     pub diagnostics: Vec<Diagnostic>,
+    /// The active tool catalog (empty until approved sources are activated).
+    pub tools: Vec<ToolEntry>,
+    /// Running plugin hosts: which sources share which process, and its memory.
+    pub hosts: Vec<HostInfo>,
     /// Moves whenever anything above changes.
     pub revision: u64,
 }

@@ -172,6 +172,11 @@ pub struct Host {
 }
 
 impl Host {
+    /// Calls sent and not yet answered.
+    pub fn in_flight(&self) -> usize {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::SeqCst)
     }
@@ -483,6 +488,8 @@ pub struct HostSupervisor {
     layout: HostLayout,
     runtimes: Vec<RuntimeInfo>,
     hosts: tokio::sync::Mutex<HashMap<RuntimeKind, Arc<Host>>>,
+    /// The same hosts, readable without awaiting (the status snapshot is built synchronously).
+    live: Mutex<Vec<Arc<Host>>>,
     generation: AtomicU64,
     crashes: Mutex<HashMap<RuntimeKind, Vec<Instant>>>,
 }
@@ -494,9 +501,19 @@ impl HostSupervisor {
             layout,
             runtimes,
             hosts: Default::default(),
+            live: Default::default(),
             generation: AtomicU64::new(1),
             crashes: Default::default(),
         }
+    }
+
+    /// Running hosts, without awaiting.
+    pub fn hosts_now(&self) -> Vec<HostInfo> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.iter()
+            .filter(|h| !h.is_lost())
+            .map(|h| h.info())
+            .collect()
     }
 
     pub async fn hosts(&self) -> Vec<HostInfo> {
@@ -531,6 +548,9 @@ impl HostSupervisor {
         }
         let host = self.spawn(backend).await?;
         hosts.insert(backend, host.clone());
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.retain(|h| !h.is_lost());
+        live.push(host.clone());
         Ok(host)
     }
 

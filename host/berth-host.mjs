@@ -107,7 +107,7 @@ process.on("uncaughtException", (e) => process.stderr.write(`berth-host: uncaugh
 
 // ---- requests ------------------------------------------------------------------------------
 const cancels = new Map() // cancel_id -> AbortController
-const tools = new Map() // `${instance}\u0000${name}` -> tool definition
+const toolDefs = new Map() // `${instance}\u0000${name}` -> tool definition (tool files and plugin `tool` hooks)
 
 function onMessage(msg) {
   if (msg.t === "cancel") {
@@ -140,6 +140,10 @@ async function handle(msg) {
       return loadTools(msg.instance, msg.body)
     case "invoke":
       return invoke(msg)
+    case "load-plugin":
+      return loadPlugin(msg.instance, msg.body)
+    case "hook-chain":
+      return hookChain(msg.body)
     default:
       throw fail("unsupported", `unknown call kind ${msg.kind}`)
   }
@@ -158,7 +162,7 @@ async function loadTools(instance, { path, stem, version }) {
     if (!isToolDefinition(value)) continue
     const name = exportName === "default" ? stem : `${stem}_${exportName}`
     const parameters = toJsonSchema(value.args)
-    tools.set(`${instance}\u0000${name}`, value)
+    toolDefs.set(`${instance}\u0000${name}`, value)
     out.push({ name, description: String(value.description ?? ""), parameters })
   }
   return { tools: out }
@@ -228,7 +232,7 @@ function validatorOf(def) {
 
 async function invoke(msg) {
   const { tool: name, args, context } = msg.body
-  const def = tools.get(`${msg.instance}\u0000${name}`)
+  const def = toolDefs.get(`${msg.instance}\u0000${name}`)
   if (!def) throw fail("unsupported", `tool ${name} is not loaded in this host`)
   let parsedArgs = args ?? {}
   const validator = validatorOf(def)
@@ -273,4 +277,152 @@ function normalizeResult(raw) {
   else throw fail("invalid-response", `the tool returned ${raw === null ? "null" : typeof raw}; a tool must return a string or { output: string } (OpenCode fails on this too)`)
   if (Buffer.byteLength(result.output) > MAX_OUTPUT) throw fail("invalid-response", `the tool's output is over ${MAX_OUTPUT} bytes`)
   return result
+}
+
+// ---- server plugins (OpenCode 1.18.4's loader, spec §2.4) ------------------------------------
+const hooksByInstance = new Map() // instance -> [Hooks objects, in export order]
+
+const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v)
+
+/**
+ * Imports a plugin module and runs its factories, exactly as OpenCode does:
+ * a v1 default export `{id?, server}` calls only `server`; otherwise every export is a factory
+ * (alphabetical by export name, deduplicated by identity), and one non-function export
+ * rejects the whole module before any factory runs. A factory that throws rolls back the
+ * whole module's contributions.
+ */
+async function loadPlugin(instance, { path, version, options, kind, packageName, context }) {
+  const url = pathToFileURL(path).href + (version ? `?v=${version}` : "")
+  const mod = await import(url)
+  const input = pluginInput(instance, context)
+  const factories = []
+  let id
+  const d = mod.default
+  if (isPlainObject(d) && ("id" in d || "server" in d || "tui" in d)) {
+    if (d.server !== undefined && typeof d.server !== "function") throw fail("plugin-failed", "the default export's `server` is not a function")
+    if (d.tui !== undefined && typeof d.tui !== "function") throw fail("plugin-failed", "the default export's `tui` is not a function")
+    if (d.server && d.tui) throw fail("plugin-failed", "a module may not export both `server` and `tui`")
+    if (!d.server) throw fail("unsupported", "the module only has a `tui` entry; Berth hosts server plugins")
+    id = typeof d.id === "string" && d.id.trim() ? d.id.trim() : undefined
+    if (!id && kind === "file") throw fail("plugin-failed", `Path plugin ${path} must export id`)
+    factories.push(d.server)
+    id ??= packageName
+  } else {
+    const seen = new Set()
+    for (const name of Object.keys(mod).sort()) {
+      const v = mod[name]
+      if (seen.has(v)) continue
+      seen.add(v)
+      if (typeof v === "function") factories.push(v)
+      else if (isPlainObject(v) && typeof v.server === "function") factories.push(v.server)
+      else throw fail("plugin-failed", `Plugin export is not a function (export \`${name}\`)`)
+    }
+  }
+  const collected = []
+  for (const factory of factories) {
+    // A throw here rolls the whole module back: nothing of it is registered.
+    const hooks = await factory(input, options ?? undefined)
+    collected.push(isPlainObject(hooks) ? hooks : {})
+  }
+  hooksByInstance.set(instance, collected)
+  const tools = []
+  const hookNames = new Set()
+  for (const hooks of collected) {
+    for (const [name, value] of Object.entries(hooks)) {
+      if (name === "tool" && isPlainObject(value)) {
+        for (const [toolName, def] of Object.entries(value)) {
+          if (!isToolDefinition(def)) continue
+          toolDefs.set(`${instance}\u0000${toolName}`, def)
+          tools.push({ name: toolName, description: String(def.description ?? ""), parameters: toJsonSchema(def.args) })
+        }
+      } else if (typeof value === "function" || (isPlainObject(value) && (name === "auth" || name === "provider"))) {
+        hookNames.add(name)
+      }
+    }
+  }
+  return { id: id ?? null, factories: factories.length, hooks: [...hookNames].sort(), tools }
+}
+
+
+/** The `PluginInput` OpenCode passes a factory, as far as Berth provides it today. */
+function pluginInput(instance, context = {}) {
+  const unsupported = (method) => async () => ({
+    data: undefined,
+    error: { name: "unsupported", message: `client.${method} is not supported by Berth yet (OpenCode 1.18.4 API); plugin ${instance}` },
+  })
+  const client = new Proxy(
+    {},
+    {
+      get(_t, group) {
+        if (typeof group !== "string" || group === "then") return undefined
+        return new Proxy(unsupported(group), {
+          get(_f, method) {
+            if (typeof method !== "string" || method === "then") return undefined
+            return unsupported(`${group}.${method}`)
+          },
+        })
+      },
+    },
+  )
+  return {
+    client,
+    project: { id: "global", worktree: context.worktree, vcs: "git", time: { created: Date.now() } },
+    directory: context.directory,
+    worktree: context.worktree,
+    experimental_workspace: { register() {} },
+    serverUrl: new URL("http://127.0.0.1:9/"),
+    $: isBun ? Bun.$ : undefined,
+  }
+}
+
+/** Hooks whose read-back ignores reassignment of these output keys (spec §1.3). */
+const IN_PLACE = {
+  "chat.message": ["message", "parts"],
+  "command.execute.before": ["parts"],
+  "tool.execute.before": ["args"],
+  "experimental.chat.messages.transform": ["messages"],
+  "experimental.chat.system.transform": ["system"],
+}
+/** Hooks whose throw OpenCode only logs. */
+const LOG_ONLY = new Set(["config", "dispose"])
+
+/**
+ * Runs one hook through the instances in order on one shared `output`, as OpenCode's
+ * `trigger` does: sequential, awaited, return values ignored; a throw stops the chain
+ * (except for `config`/`dispose`, which only log); `event` is not awaited.
+ */
+async function hookChain({ name, instances, input, output }) {
+  const kept = {}
+  for (const key of IN_PLACE[name] ?? []) kept[key] = output?.[key]
+  const steps = []
+  for (const instance of instances) {
+    for (const hooks of hooksByInstance.get(instance) ?? []) {
+      const fn = hooks[name]
+      if (typeof fn !== "function") continue
+      if (name === "event") {
+        try {
+          Promise.resolve(fn(input)).catch((e) => process.stderr.write(`berth-host: ${instance} event hook failed: ${e?.message ?? e}\n`))
+        } catch (e) {
+          process.stderr.write(`berth-host: ${instance} event hook failed: ${e?.message ?? e}\n`)
+        }
+        steps.push({ instance, ok: true })
+        continue
+      }
+      try {
+        await fn(input, output)
+      } catch (e) {
+        if (LOG_ONLY.has(name)) {
+          steps.push({ instance, ok: false, error: String(e?.message ?? e) })
+          continue
+        }
+        const err = fail("plugin-failed", `hook ${name} of ${instance} threw: ${e?.message ?? e}`)
+        err.berthPlugin = instance
+        throw err
+      }
+      if (name !== "config" && output !== undefined && !isPlainObject(output)) throw fail("invalid-response", `hook ${name} of ${instance} left output that is not an object`)
+      steps.push({ instance, ok: true })
+    }
+  }
+  const final = isPlainObject(output) ? { ...output, ...kept } : output
+  return { output: final, steps }
 }

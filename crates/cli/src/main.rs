@@ -58,6 +58,18 @@ enum Command {
         #[arg(long)]
         timeout_ms: Option<u64>,
     },
+    /// Run one hook chain as OpenCode would and print the final output.
+    Hook {
+        name: String,
+        /// The hook's input: inline JSON or @file.
+        #[arg(long, default_value = "{}")]
+        input: String,
+        /// The initial output object: inline JSON or @file.
+        #[arg(long, default_value = "{}")]
+        output: String,
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+    },
     /// Receipts of calls, newest first.
     Receipts {
         #[arg(long, default_value_t = 100)]
@@ -217,6 +229,31 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
             } else {
                 Outcome::FailedReported
             });
+        }
+        Command::Hook {
+            name,
+            input,
+            output,
+            timeout_ms,
+        } => {
+            let input = json_arg(input, "--input")?;
+            let output = json_arg(output, "--output")?;
+            let result = block_on(async {
+                let r = berth
+                    .run_hook(
+                        name,
+                        input,
+                        output,
+                        timeout_ms.map(std::time::Duration::from_millis),
+                    )
+                    .await;
+                berth.shutdown_hosts().await;
+                r
+            })??;
+            out.done(
+                serde_json::json!({ "output": result }),
+                &serde_json::to_string_pretty(&result).unwrap_or_default(),
+            );
         }
         Command::Receipts { limit } => out.receipts(&berth.receipts(*limit)?),
         Command::Backup { file } => {

@@ -31,6 +31,10 @@ pub enum CallKind {
     LoadTools,
     /// Run one tool.
     Invoke,
+    /// Import a server plugin module, run its factories, and describe its contributions.
+    LoadPlugin,
+    /// Run one hook through the given plugin instances, in order, on one shared output.
+    HookChain,
 }
 
 /// Supervisor → host.

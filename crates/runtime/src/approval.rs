@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use berth_discovery::{Capabilities, Source, SourceKind, SourceState};
-use berth_store::{ApprovalKey, ApprovalRow, Decision, Store};
+use berth_store::{ApprovalKey, ApprovalRow, Contributions, Decision, Store};
 use serde::Serialize;
 
 use crate::runtimes::{RuntimeInfo, RuntimeKind};
@@ -57,11 +57,13 @@ pub struct ApprovalView {
     pub domain: String,
 }
 
-/// Applies the decision in force to `source`'s state.
+/// Applies the decision in force to `source`'s state. `observed` is what the loaded module
+/// really contributed (checkpoint two), when it has been loaded.
 pub fn evaluate(
     source: &Source,
     row: Option<&ApprovalRow>,
     key: &ApprovalKey,
+    observed: Option<&Contributions>,
 ) -> (SourceState, ApprovalView) {
     let mut view = ApprovalView {
         decision: row.map(|r| r.decision),
@@ -83,7 +85,15 @@ pub fn evaluate(
             {
                 SourceState::PendingApproval
             } else {
-                SourceState::Discovered
+                let extra = observed
+                    .map(|o| unapproved_contributions(&r.shown, o))
+                    .unwrap_or_default();
+                if extra.is_empty() {
+                    SourceState::Discovered
+                } else {
+                    view.grew = extra;
+                    SourceState::PendingActivation
+                }
             }
         }
     };
@@ -191,7 +201,8 @@ pub fn gate(
 ) -> Result<(), String> {
     let key = key_for(source, domain, backend);
     let row = store.current_approval(&key).map_err(|e| e.to_string())?;
-    match evaluate(source, row.as_ref(), &key) {
+    // Import is checkpoint one; what the module then contributes is checked after it.
+    match evaluate(source, row.as_ref(), &key, None) {
         (SourceState::Discovered, _) => Ok(()),
         (SourceState::Disabled, _) => Err(format!("{} is denied", source.id)),
         (_, view) if !view.grew.is_empty() => Err(format!(
@@ -225,4 +236,55 @@ mod tests {
         // Shrinking is not growth.
         assert!(growth(&b, &a).is_empty());
     }
+}
+
+/// Contributions observed after import that the approval did not show, in plain words.
+pub fn unapproved_contributions(
+    shown: &serde_json::Value,
+    observed: &Contributions,
+) -> Vec<String> {
+    let list = |v: Option<&serde_json::Value>| -> BTreeSet<String> {
+        v.and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut tools = list(shown.get("tools"));
+    tools.extend(list(shown.pointer("/contributions/tools")));
+    let hooks = list(shown.pointer("/contributions/hooks"));
+    let mut out = Vec::new();
+    let new_tools: Vec<&String> = observed
+        .tools
+        .iter()
+        .filter(|t| !tools.contains(*t))
+        .collect();
+    if !new_tools.is_empty() {
+        out.push(format!(
+            "registers tools: {}",
+            new_tools
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let new_hooks: Vec<&String> = observed
+        .hooks
+        .iter()
+        .filter(|h| !hooks.contains(*h))
+        .collect();
+    if !new_hooks.is_empty() {
+        out.push(format!(
+            "registers hooks: {}",
+            new_hooks
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    out
 }

@@ -4,7 +4,7 @@
 //! Invariant: nothing is imported unless `approval::gate` passed for the bytes on disk at that
 //! moment; a tool the approved summary did not show is not registered (`pending-activation`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +54,15 @@ pub(crate) struct Catalog {
     pub loaded: HashMap<String, String>,
     /// What activation made of each cleared source (active, pending-activation, load-failed).
     pub activity: HashMap<String, SourceState>,
+    /// Active plugins with the hooks they registered, in OpenCode's load order.
+    pub hooks: Vec<HookOwner>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct HookOwner {
+    pub source_id: String,
+    pub order: usize,
+    pub hooks: Vec<String>,
 }
 
 impl Berth {
@@ -79,7 +88,7 @@ impl Berth {
         for source in fresh
             .sources
             .iter()
-            .filter(|s| s.kind == SourceKind::StandaloneTool)
+            .filter(|s| matches!(s.kind, SourceKind::StandaloneTool | SourceKind::FilePlugin))
         {
             let key = approval::key_for(source, self.domain(), backend);
             let row = self.with_store(|s| s.current_approval(&key)).ok().flatten();
@@ -110,6 +119,7 @@ impl Berth {
                 .cloned()
                 .collect();
             for id in &gone {
+                cat.hooks.retain(|h| &h.source_id != id);
                 cat.tools.retain(|_, t| &t.provider.source_id != id);
                 cat.loaded.remove(id);
                 cat.activity.remove(id);
@@ -143,6 +153,9 @@ impl Berth {
                 }
             }
         }
+        // Tool files first, then plugins in OpenCode's load order (hook order follows it).
+        let mut cleared: Vec<(String, &berth_discovery::Source)> = cleared.into_iter().collect();
+        cleared.sort_by_key(|(_, s)| (s.kind != SourceKind::StandaloneTool, s.order));
         for (id, source) in cleared {
             let host = match sup.host(backend).await {
                 Ok(h) => h,
@@ -163,26 +176,32 @@ impl Berth {
             if already {
                 continue;
             }
-            match self.load_tools(&host, source, backend).await {
-                Ok(loaded) => {
+            let loading = if source.kind == SourceKind::FilePlugin {
+                self.load_plugin(&host, source, backend).await
+            } else {
+                self.load_tools(&host, source, backend)
+                    .await
+                    .map(|t| (t, Vec::new()))
+            };
+            match loading {
+                Ok((loaded, hooks)) => {
+                    // Checkpoint two: what the module really contributes, recorded for these
+                    // bytes, compared with what was approved.
+                    let observed = berth_store::Contributions {
+                        tools: loaded.iter().map(|t| t.name.clone()).collect(),
+                        hooks: hooks.clone(),
+                    };
                     let key = approval::key_for(source, self.domain(), backend);
-                    let approved: BTreeSet<String> = self
+                    let _ = self.with_store(|s| {
+                        s.record_contributions(&id, &source.digest, &key.backend, &observed)
+                    });
+                    let shown = self
                         .with_store(|s| s.current_approval(&key))
                         .ok()
                         .flatten()
-                        .and_then(|r| {
-                            r.shown.get("tools").and_then(|t| t.as_array()).map(|a| {
-                                a.iter()
-                                    .filter_map(|x| x.as_str().map(str::to_string))
-                                    .collect()
-                            })
-                        })
+                        .map(|r| r.shown)
                         .unwrap_or_default();
-                    let extra: Vec<&str> = loaded
-                        .iter()
-                        .map(|t| t.name.as_str())
-                        .filter(|n| !approved.contains(*n))
-                        .collect();
+                    let extra = approval::unapproved_contributions(&shown, &observed);
                     let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
                     cat.tools.retain(|_, t| t.provider.source_id != id);
                     if !extra.is_empty() {
@@ -194,8 +213,8 @@ impl Berth {
                             BerthError::new(
                                 code::ACTION_REQUIRED,
                                 "activation",
-                                format!("the loaded module offers tools the approval did not show: {}; none of its tools are registered (pending-activation)", extra.join(", ")),
-                                "approve the source again to accept the new tools",
+                                format!("the loaded module contributes more than was approved ({}); none of it is registered (pending-activation)", extra.join("; ")),
+                                "review what it registers and approve the source again",
                             )
                             .for_plugin(id.clone()),
                         );
@@ -209,6 +228,15 @@ impl Berth {
                     cat.activity.insert(id.clone(), SourceState::Active);
                     for t in loaded {
                         cat.tools.insert(t.name.clone(), t);
+                    }
+                    cat.hooks.retain(|h| h.source_id != id);
+                    if source.kind == SourceKind::FilePlugin {
+                        cat.hooks.push(HookOwner {
+                            source_id: id.clone(),
+                            order: source.order,
+                            hooks,
+                        });
+                        cat.hooks.sort_by_key(|h| h.order);
                     }
                 }
                 Err(e) => {
@@ -229,6 +257,120 @@ impl Berth {
             .cloned()
             .collect();
         act
+    }
+
+    /// Imports one server plugin in `host` and runs its factories (OpenCode's module rules).
+    /// Returns the tools it registered and the names of its hooks.
+    async fn load_plugin(
+        &self,
+        host: &crate::host::Host,
+        source: &berth_discovery::Source,
+        backend: RuntimeKind,
+    ) -> Result<(Vec<ToolEntry>, Vec<String>), BerthError> {
+        let version = source.digest.get(7..19).unwrap_or_default();
+        let status = self.status();
+        let body = serde_json::json!({
+            "path": source.capabilities.files.first().map(|p| p.display().to_string()).unwrap_or_else(|| source.entry.clone()),
+            "version": version,
+            "options": source.options,
+            "kind": "file",
+            "packageName": null,
+            "context": { "directory": status.project.directory, "worktree": status.project.worktree },
+        });
+        let opts = CallOptions {
+            lost_code: code::PROCESS_LOST,
+            timeout: Duration::from_secs(30),
+            ..CallOptions::default()
+        };
+        let v = host
+            .call(&source.id, CallKind::LoadPlugin, body, opts)
+            .await
+            .map_err(|e| {
+                BerthError::new(
+                    if e.code == code::PROCESS_LOST || e.code == code::UNSUPPORTED {
+                        e.code
+                    } else {
+                        code::PLUGIN_FAILED
+                    },
+                    "activation",
+                    format!("{} failed to load: {}", source.entry, e.message),
+                    "fix the plugin; the other plugins keep loading",
+                )
+            })?;
+        let tools = v["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| ToolEntry {
+                name: t["name"].as_str().unwrap_or_default().to_string(),
+                description: t["description"].as_str().unwrap_or_default().to_string(),
+                parameters: t["parameters"].clone(),
+                provider: Provider {
+                    source_id: source.id.clone(),
+                    kind: source.kind,
+                    backend,
+                },
+                state: SourceState::Active,
+            })
+            .collect();
+        let hooks = v["hooks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h.as_str().map(str::to_string))
+            .collect();
+        Ok((tools, hooks))
+    }
+
+    /// Runs one hook chain as OpenCode would (active plugins in load order, one shared output)
+    /// and returns the final output.
+    pub async fn run_hook(
+        &self,
+        name: &str,
+        input: Value,
+        output: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, BerthError> {
+        let act = self.activate().await;
+        let instances: Vec<String> = {
+            let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            cat.hooks
+                .iter()
+                .filter(|h| h.hooks.iter().any(|n| n == name))
+                .map(|h| h.source_id.clone())
+                .collect()
+        };
+        if instances.is_empty() {
+            if let Some(p) = act.problems.into_iter().next() {
+                tracing::warn!(plugin = p.plugin.as_deref().unwrap_or(""), "{}", p.message);
+            }
+            return Ok(output);
+        }
+        let backend = approval::backend_for(&self.runtimes());
+        let host = self.supervisor().await?.host(backend).await?;
+        let opts = CallOptions {
+            timeout: timeout.unwrap_or(Duration::from_secs(30)),
+            ..CallOptions::default()
+        };
+        let body = serde_json::json!({ "name": name, "instances": instances, "input": input, "output": output });
+        let v = host
+            .call("hooks", CallKind::HookChain, body, opts)
+            .await
+            .map_err(|e| {
+                let plugin = instances
+                    .iter()
+                    .find(|i| e.message.contains(i.as_str()))
+                    .cloned();
+                let mut err = BerthError::new(
+                    e.code,
+                    name,
+                    e.message,
+                    "fix or disable the plugin named; OpenCode fails this operation the same way",
+                );
+                err.plugin = plugin;
+                err
+            })?;
+        Ok(v["output"].clone())
     }
 
     /// Imports one tool file in `host` (fresh bytes: the URL carries the content digest).

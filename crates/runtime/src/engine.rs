@@ -198,7 +198,12 @@ impl Berth {
                 .map(|src| {
                     let key = approval::key_for(src, &self.inner.domain, backend);
                     let row = store.current_approval(&key).ok().flatten();
-                    let (mut state, view) = approval::evaluate(src, row.as_ref(), &key);
+                    let observed = store
+                        .contributions(&src.id, &src.digest, &key.backend)
+                        .ok()
+                        .flatten();
+                    let (mut state, view) =
+                        approval::evaluate(src, row.as_ref(), &key, observed.as_ref());
                     // The host's word, for sources the gate let through.
                     if state == SourceState::Discovered {
                         if let Some(s) = activity.get(&src.id) {
@@ -348,7 +353,12 @@ impl Berth {
             None => snapshot
                 .sources
                 .iter()
-                .filter(|s| s.state == SourceState::PendingApproval)
+                .filter(|s| {
+                    matches!(
+                        s.state,
+                        SourceState::PendingApproval | SourceState::PendingActivation
+                    )
+                })
                 .collect(),
         };
         for s in &chosen {
@@ -366,7 +376,12 @@ impl Berth {
         self.with_store(|store| -> Result<(), BerthError> {
             for s in &chosen {
                 let key = approval::key_for(s, &self.inner.domain, backend);
-                let shown = serde_json::to_value(&s.capabilities).unwrap_or_default();
+                let mut shown = serde_json::to_value(&s.capabilities).unwrap_or_default();
+                // What the loaded module showed (checkpoint two) is part of what is approved.
+                if let Some(c) = store.contributions(&s.id, &s.digest, &key.backend)? {
+                    shown["contributions"] =
+                        serde_json::json!({ "tools": c.tools, "hooks": c.hooks });
+                }
                 store.record_approval(&NewApproval {
                     key: &key,
                     plugin_identity: &s.entry,

@@ -127,3 +127,50 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 }
+
+/// What a loaded module contributed (observed after import).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Contributions {
+    pub tools: Vec<String>,
+    pub hooks: Vec<String>,
+}
+
+impl Store {
+    pub fn record_contributions(
+        &self,
+        source_id: &str,
+        digest: &str,
+        backend: &str,
+        c: &Contributions,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO contributions (source_id, digest, backend, tools_json, hooks_json, observed_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(source_id, digest, backend) DO UPDATE SET tools_json = excluded.tools_json, hooks_json = excluded.hooks_json, observed_at_ms = excluded.observed_at_ms",
+                params![source_id, digest, backend, serde_json::to_string(&c.tools).unwrap_or_default(), serde_json::to_string(&c.hooks).unwrap_or_default(), crate::open::now_ms()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// The newest observation for these bytes on this backend.
+    pub fn contributions(
+        &self,
+        source_id: &str,
+        digest: &str,
+        backend: &str,
+    ) -> Result<Option<Contributions>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT tools_json, hooks_json FROM contributions WHERE source_id = ?1 AND digest = ?2 AND backend = ?3",
+                params![source_id, digest, backend],
+                |r| {
+                    let t: String = r.get(0)?;
+                    let h: String = r.get(1)?;
+                    Ok(Contributions { tools: serde_json::from_str(&t).unwrap_or_default(), hooks: serde_json::from_str(&h).unwrap_or_default() })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+}

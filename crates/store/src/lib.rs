@@ -16,7 +16,7 @@ mod migrations;
 mod open;
 mod receipts;
 
-pub use approvals::{ApprovalKey, ApprovalRow, Decision, NewApproval};
+pub use approvals::{ApprovalKey, ApprovalRow, Contributions, Decision, NewApproval};
 pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};

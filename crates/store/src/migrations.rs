@@ -47,6 +47,17 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ) STRICT;
     CREATE INDEX receipts_by_time ON receipts (created_at_ms DESC);
     CREATE INDEX receipts_open ON receipts (status) WHERE status IN ('accepted', 'running');",
+    // 4: what a loaded module really contributed (tools, hooks, auth/provider), per digest and
+    // backend: checkpoint two of the approval plane compares it with what was approved.
+    "CREATE TABLE contributions (
+        source_id      TEXT NOT NULL,
+        digest         TEXT NOT NULL,
+        backend        TEXT NOT NULL,
+        tools_json     TEXT NOT NULL,
+        hooks_json     TEXT NOT NULL,
+        observed_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (source_id, digest, backend)
+    ) STRICT;",
 ];
 
 /// The schema version this build writes.

@@ -1,0 +1,183 @@
+//! Server plugins through the real binary and a real Bun host: OpenCode's module shapes, the
+//! second approval checkpoint, hook order and read-back, plugin tools.
+
+use crate::support::*;
+
+fn plugin_sandbox(files: &[&str]) -> Sandbox {
+    let s = Sandbox::new();
+    for f in files {
+        let text = std::fs::read_to_string(repo_root().join("fixtures/plugins").join(f)).unwrap();
+        s.write(&format!("project/.opencode/plugins/{f}"), &text);
+    }
+    s
+}
+
+fn run(s: &Sandbox, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut cmd = s.berth(args);
+    cmd.arg("--json")
+        .env("BERTH_TEST_MARKER", s.root.path().join("MARKER"));
+    parse_json_output(&cmd.output().unwrap())
+}
+
+fn states(s: &Sandbox) -> Vec<(String, String)> {
+    let (_, v) = run(s, &["sources"]);
+    v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["entry"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                x["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn contributions_beyond_the_approval_wait_for_a_second_approval() {
+    let s = plugin_sandbox(&["v1-hooks-a.ts"]);
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    let (code, v) = run(&s, &["tools"]);
+    assert_eq!(code, 0);
+    assert_schema("tools", &v);
+    assert_eq!(
+        v["tools"],
+        serde_json::json!([]),
+        "nothing is registered before checkpoint two"
+    );
+    assert!(v["problems"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("registers tools: hooks_a_echo"));
+    assert_eq!(
+        states(&s),
+        vec![(
+            "v1-hooks-a.ts".to_string(),
+            "pending-activation".to_string()
+        )]
+    );
+    let (_, src) = run(&s, &["sources"]);
+    let grew = src["sources"][0]["approval"]["grew"].to_string();
+    assert!(
+        grew.contains("chat.params") && grew.contains("hooks_a_echo"),
+        "{grew}"
+    );
+
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    let (_, v) = run(&s, &["tools"]);
+    assert_eq!(v["tools"][0]["name"], "hooks_a_echo");
+    assert_eq!(v["tools"][0]["provider"]["kind"], "file-plugin");
+    let (code, r) = run(
+        &s,
+        &["invoke", "hooks_a_echo", "--args", r#"{"text":"yo"}"#],
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["output"], "yo");
+}
+
+#[test]
+fn hooks_run_in_plugin_order_with_opencodes_read_back() {
+    let s = plugin_sandbox(&["v1-hooks-a.ts", "legacy-hooks-b.ts"]);
+    for _ in 0..2 {
+        // Checkpoint one, load, checkpoint two.
+        assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+        run(&s, &["tools"]);
+    }
+    // legacy-hooks-b.ts sorts before v1-hooks-a.ts (ledger D-002); inside b, Alpha runs
+    // before Zeta (alphabetical export order, as OpenCode).
+    let (code, v) = run(
+        &s,
+        &[
+            "hook",
+            "chat.params",
+            "--input",
+            r#"{"sessionID":"s"}"#,
+            "--output",
+            r#"{"options":{}}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["output"]["options"]["trail"],
+        serde_json::json!(["b-alpha", "b-zeta", "a"])
+    );
+    // Zeta reassigns `output.args`; OpenCode runs the tool with the original object, so the
+    // read-back ignores the reassignment (and what later plugins did to the new object).
+    let (_, v) = run(
+        &s,
+        &[
+            "hook",
+            "tool.execute.before",
+            "--input",
+            r#"{"tool":"bash"}"#,
+            "--output",
+            r#"{"args":{"command":"ls"}}"#,
+        ],
+    );
+    assert_eq!(v["output"]["args"], serde_json::json!({ "command": "ls" }));
+    // Negative control: without the reassigning plugin, in-place mutation is kept.
+    let s2 = plugin_sandbox(&["v1-hooks-a.ts"]);
+    for _ in 0..2 {
+        run(&s2, &["approve", "--all"]);
+        run(&s2, &["tools"]);
+    }
+    let (_, v) = run(
+        &s2,
+        &[
+            "hook",
+            "tool.execute.before",
+            "--input",
+            r#"{"tool":"bash"}"#,
+            "--output",
+            r#"{"args":{"command":"ls"}}"#,
+        ],
+    );
+    assert_eq!(
+        v["output"]["args"],
+        serde_json::json!({ "command": "ls", "seen": ["a"] })
+    );
+}
+
+#[test]
+fn a_bad_module_fails_alone_and_a_non_function_export_runs_no_factory() {
+    let s = plugin_sandbox(&[
+        "legacy-non-function-export.ts",
+        "throws-in-factory.ts",
+        "path-plugin-without-id.ts",
+        "v1-hooks-a.ts",
+    ]);
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    let (code, v) = run(&s, &["tools"]);
+    assert_eq!(code, 0);
+    let problems: Vec<String> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["code"].as_str().unwrap(),
+                p["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let has = |needle: &str| problems.iter().any(|p| p.contains(needle));
+    assert!(has("Plugin export is not a function"), "{problems:?}");
+    assert!(has("factory failed on purpose"), "{problems:?}");
+    assert!(has("must export id"), "{problems:?}");
+    assert!(
+        has("registers tools: hooks_a_echo"),
+        "the good plugin still loaded: {problems:?}"
+    );
+    assert!(
+        !s.root.path().join("MARKER").exists(),
+        "a factory of a rejected module ran"
+    );
+}

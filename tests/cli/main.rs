@@ -7,6 +7,7 @@ mod approval;
 mod exit_codes;
 mod host;
 mod ledger;
+mod oracle_discovery;
 mod plugins;
 mod serve;
 mod status;

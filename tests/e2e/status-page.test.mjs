@@ -164,6 +164,8 @@ describe("status page on an empty machine, then live", () => {
     await empty.waitFor({ state: "visible", timeout: WAIT })
     assert.match(await empty.innerText(), /No OpenCode plugins or tools were found/)
     assert.match(await page.getByTestId("summary").innerText(), /Nothing waiting for approval/)
+    assert.equal(await page.getByTestId("pending-badge").getAttribute("data-count"), "0")
+    assert.equal(await page.getByTestId("pending-badge").isVisible(), false)
 
     // The folder list is open on an empty machine and names the folder under our own HOME.
     const row = page.locator(`[data-testid=config-dir][data-path="${machine.globalDir}"]`)
@@ -230,6 +232,10 @@ describe("status page on an empty machine, then live", () => {
     assert.ok(Number(await page.evaluate(() => document.body.dataset.revision)) > before)
     await page.getByTestId("empty-state").waitFor({ state: "detached", timeout: WAIT })
     assert.match(await page.getByTestId("summary").innerText(), /1 plugin waiting for approval/)
+    // The header badge counts it, and the row asks for a decision without blocking the page.
+    await page.locator("[data-testid=pending-badge][data-count='1']").waitFor({ state: "visible", timeout: WAIT })
+    assert.equal(await row.getByTestId("approval-panel").count(), 1)
+    assert.equal(await row.locator("button[data-action]").count(), 3)
     assert.deepEqual(problems, [])
   })
 

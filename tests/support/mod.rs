@@ -56,15 +56,15 @@ impl Sandbox {
     pub fn apply_env(&self, c: &mut Command) {
         for (k, _) in std::env::vars_os() {
             let k = k.to_string_lossy().into_owned();
-            if k.starts_with("OPENCODE_")
-                || k.starts_with("XDG_")
-                || k == "BERTH_MANAGED_CONFIG_DIR"
-            {
+            if k.starts_with("OPENCODE_") || k.starts_with("XDG_") {
                 c.env_remove(&k);
             }
         }
         c.env("HOME", self.home())
-            .env("BERTH_MANAGED_CONFIG_DIR", self.root.path().join("managed"))
+            .env(
+                "OPENCODE_TEST_MANAGED_CONFIG_DIR",
+                self.root.path().join("managed"),
+            )
             .current_dir(self.project());
     }
 

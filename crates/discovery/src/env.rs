@@ -31,18 +31,20 @@ pub struct OpencodeEnv {
     pub cwd: PathBuf,
 }
 
-/// How OpenCode reads a boolean flag: `"true"` or `"1"` (any case) is on, anything else off.
-/// Berth distinguishes the values it can vouch for from ones it cannot interpret.
+/// A boolean switch as Berth applies it, with the values it could not interpret kept visible.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "state", content = "raw")]
 pub enum Switch {
     Off,
     On,
-    /// A value that is neither clearly on nor clearly off (`"yes"`, `"2"`, …).
+    /// A value that is neither clearly on nor clearly off.
     Unrecognised(String),
 }
 
 impl Switch {
+    /// OpenCode's common flag reader (`OPENCODE_DISABLE_PROJECT_CONFIG` and most flags): the
+    /// lowercased value `"true"` or `"1"` is on, anything else off. Values that are neither
+    /// clearly on nor clearly off are kept visible as unrecognised (still read as off).
     pub fn parse(raw: Option<&str>) -> Switch {
         match raw.map(|v| v.trim().to_ascii_lowercase()) {
             None => Switch::Off,
@@ -52,7 +54,19 @@ impl Switch {
         }
     }
 
-    /// OpenCode's own reading of the value (for the ledger's comparison).
+    /// OpenCode's strict reader used for `OPENCODE_PURE` by the plugin loader: exactly `true
+    /// yes on 1 y` is on, `false no off 0 n` is off (case-sensitive); anything else — `TRUE`,
+    /// `2`, an empty string — makes OpenCode exit, and stops Berth's external plugins.
+    pub fn parse_strict(raw: Option<&str>) -> Switch {
+        match raw {
+            None => Switch::Off,
+            Some("true" | "yes" | "on" | "1" | "y") => Switch::On,
+            Some("false" | "no" | "off" | "0" | "n") => Switch::Off,
+            Some(other) => Switch::Unrecognised(other.to_string()),
+        }
+    }
+
+    /// Whether OpenCode treats the value as on (for the common reader).
     pub fn opencode_reads_as_on(&self) -> bool {
         matches!(self, Switch::On)
     }
@@ -78,7 +92,8 @@ impl OpencodeEnv {
             disable_project_config: std::env::var("OPENCODE_DISABLE_PROJECT_CONFIG").ok(),
             pure_env: std::env::var("OPENCODE_PURE").ok(),
             pure_flag: false,
-            managed_config_dir: var("BERTH_MANAGED_CONFIG_DIR")
+            // OpenCode's own override (its tests use it); empty means unset, as in OpenCode.
+            managed_config_dir: var("OPENCODE_TEST_MANAGED_CONFIG_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(default_managed_dir),
             home,
@@ -111,7 +126,7 @@ impl OpencodeEnv {
         if self.pure_flag {
             Switch::On
         } else {
-            Switch::parse(self.pure_env.as_deref())
+            Switch::parse_strict(self.pure_env.as_deref())
         }
     }
 
@@ -151,11 +166,21 @@ mod tests {
         assert_eq!(Switch::parse(Some("1")), Switch::On);
         assert_eq!(Switch::parse(Some("TRUE")), Switch::On);
         assert_eq!(Switch::parse(Some("0")), Switch::Off);
-        assert_eq!(Switch::parse(Some("")), Switch::Off);
         assert_eq!(
             Switch::parse(Some("yes")),
             Switch::Unrecognised("yes".into())
         );
         assert!(!Switch::parse(Some("yes")).opencode_reads_as_on());
+        // The pure switch: OpenCode's strict reader.
+        assert_eq!(Switch::parse_strict(Some("yes")), Switch::On);
+        assert_eq!(Switch::parse_strict(Some("n")), Switch::Off);
+        assert_eq!(
+            Switch::parse_strict(Some("TRUE")),
+            Switch::Unrecognised("TRUE".into())
+        );
+        assert_eq!(
+            Switch::parse_strict(Some("")),
+            Switch::Unrecognised("".into())
+        );
     }
 }

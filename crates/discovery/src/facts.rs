@@ -9,8 +9,8 @@ use std::path::Path;
 
 use oxc_allocator::Allocator;
 use oxc_ast::ast::{
-    Argument, CallExpression, Expression, ImportExpression, NewExpression, StaticMemberExpression,
-    TaggedTemplateExpression,
+    Argument, CallExpression, Expression, ImportExpression, NewExpression, ObjectPropertyKind,
+    StaticMemberExpression, TaggedTemplateExpression,
 };
 use oxc_ast_visit::{walk, Visit};
 use oxc_parser::Parser;
@@ -36,6 +36,10 @@ pub struct FileFacts {
     pub network: BTreeSet<String>,
     pub filesystem: BTreeSet<String>,
     pub environment: BTreeSet<String>,
+    /// Exports whose value is certainly not a tool definition (a function, class, literal, or
+    /// an object literal without `args`, `description` and `execute`). OpenCode skips those
+    /// silently when it names tools; everything else may be a tool.
+    pub non_tool_exports: BTreeSet<String>,
     /// Parse errors, if any; facts are then partial.
     pub syntax_errors: Vec<String>,
 }
@@ -97,10 +101,90 @@ pub fn analyze(path: &Path, source: &str) -> FileFacts {
         facts.exports.push("*".to_string());
     }
 
+    classify_exports(&parsed.program, &mut facts);
     let mut visitor = ApiVisitor { facts: &mut facts };
     visitor.visit_program(&parsed.program);
     classify_modules(&mut facts);
     facts
+}
+
+/// Whether an exported value can be a tool definition: `Some(false)` when it certainly is not.
+fn maybe_tool(e: &Expression<'_>) -> bool {
+    match e {
+        Expression::ObjectExpression(o) => {
+            let keys: BTreeSet<String> = o
+                .properties
+                .iter()
+                .filter_map(|p| match p {
+                    ObjectPropertyKind::ObjectProperty(p) => {
+                        p.key.static_name().map(|k| k.to_string())
+                    }
+                    ObjectPropertyKind::SpreadProperty(_) => Some("...".into()),
+                })
+                .collect();
+            keys.contains("...")
+                || ["args", "description", "execute"]
+                    .iter()
+                    .all(|k| keys.contains(*k))
+        }
+        Expression::ParenthesizedExpression(p) => maybe_tool(&p.expression),
+        Expression::TSAsExpression(a) => maybe_tool(&a.expression),
+        Expression::TSSatisfiesExpression(a) => maybe_tool(&a.expression),
+        Expression::ArrowFunctionExpression(_)
+        | Expression::FunctionExpression(_)
+        | Expression::ClassExpression(_)
+        | Expression::BooleanLiteral(_)
+        | Expression::NullLiteral(_)
+        | Expression::NumericLiteral(_)
+        | Expression::BigIntLiteral(_)
+        | Expression::RegExpLiteral(_)
+        | Expression::StringLiteral(_)
+        | Expression::TemplateLiteral(_)
+        | Expression::ArrayExpression(_) => false,
+        // Calls (`tool({...})`), identifiers and the rest: may be a tool.
+        _ => true,
+    }
+}
+
+fn classify_exports(program: &oxc_ast::ast::Program<'_>, facts: &mut FileFacts) {
+    use oxc_ast::ast::{Declaration, Statement};
+    for stmt in &program.body {
+        match stmt {
+            Statement::ExportDeclaration(d) => match &d.declaration {
+                Declaration::VariableDeclaration(v) => {
+                    for decl in &v.declarations {
+                        let Some(name) = decl.id.get_identifier_name() else {
+                            continue;
+                        };
+                        if decl.init.as_ref().is_some_and(|e| !maybe_tool(e)) {
+                            facts.non_tool_exports.insert(name.to_string());
+                        }
+                    }
+                }
+                Declaration::FunctionDeclaration(f) => {
+                    if let Some(id) = &f.id {
+                        facts.non_tool_exports.insert(id.name.to_string());
+                    }
+                }
+                Declaration::ClassDeclaration(c) => {
+                    if let Some(id) = &c.id {
+                        facts.non_tool_exports.insert(id.name.to_string());
+                    }
+                }
+                _ => {}
+            },
+            Statement::ExportDefaultDeclaration(d) => {
+                let certain_not = match d.declaration.as_expression() {
+                    Some(e) => !maybe_tool(e),
+                    None => true,
+                };
+                if certain_not {
+                    facts.non_tool_exports.insert("default".into());
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Module specifiers that grant a capability by being imported.
@@ -298,6 +382,22 @@ mod tests {
         assert!(f.network.contains("fetch"));
         assert!(f.environment.contains("process.env"));
         assert!(f.filesystem.contains("Bun.file"));
+    }
+
+    #[test]
+    fn exports_that_cannot_be_tools_are_told_apart() {
+        let f = facts(
+            "export const a = tool({ description: 'x', args: {}, execute: async () => 'x' })\n\
+             export const b = { description: 'helper' }\nexport const c = 42\nexport function d() {}\n\
+             export const e = { args: {}, description: '', execute() {} }\nexport default someValue",
+        );
+        assert_eq!(
+            f.non_tool_exports
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            ["b", "c", "d"]
+        );
     }
 
     #[test]

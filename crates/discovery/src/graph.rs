@@ -114,7 +114,16 @@ pub struct PluginOrigin {
     /// Options of a configured tuple that a scanned entry for the same file replaced.
     /// OpenCode drops them; Berth keeps them (deviations ledger D-003).
     pub options_kept_from_config: bool,
+    /// OpenCode's dedupe key (file URL, package name, or the raw inline path).
+    pub key: String,
+    /// How OpenCode lists the entry in its `plugin` list.
+    pub listed_as: String,
+    /// Set for names on OpenCode's built-in skip list (kept in position, not loaded).
+    pub skip: Option<Diagnostic>,
 }
+
+/// The origin name of `OPENCODE_CONFIG_CONTENT`.
+pub const INLINE_ORIGIN: &str = "OPENCODE_CONFIG_CONTENT";
 
 #[derive(Debug, Clone)]
 pub struct ToolFile {
@@ -141,8 +150,6 @@ pub struct ConfigGraph {
     pub files: Vec<ConfigFile>,
     pub dirs: Vec<ConfigDir>,
     pub plugins: Vec<PluginOrigin>,
-    /// Plugins OpenCode skips (its built-in skip list), with the reason.
-    pub skipped: Vec<(PluginOrigin, Diagnostic)>,
     pub tool_files: Vec<ToolFile>,
     pub mcp: Vec<McpEntry>,
     pub diagnostics: Vec<Diagnostic>,
@@ -173,6 +180,7 @@ impl ConfigGraph {
         };
         let mut b = Builder {
             env,
+            merged_plugins: None,
             project_root,
             origins: Vec::new(),
             mcp: Vec::new(),
@@ -181,10 +189,17 @@ impl ConfigGraph {
         };
         b.remote_config_notice();
 
-        // 2. global config folder
+        // 2. global config folder: its three files merge into one layer (arrays replaced, so
+        // the last file's `plugin` list wins), whose origin is the folder itself.
         let global = env.global_config_dir();
+        b.merged_plugins = Some(None);
         for name in ["config.json", "opencode.json", "opencode.jsonc"] {
             b.load_file(&global.join(name), ConfigRole::Global);
+        }
+        if let Some(Some((items, base))) = b.merged_plugins.take() {
+            for item in &items {
+                b.push_plugin_entry(item, &global, &base, Scope::Global);
+            }
         }
         // 3. OPENCODE_CONFIG
         if let Some(file) = &env.opencode_config {
@@ -235,6 +250,9 @@ impl ConfigGraph {
                                 url: raw.clone(),
                                 path: file.clone(),
                             },
+                            key: raw.clone(),
+                            listed_as: raw.clone(),
+                            skip: None,
                             raw,
                             options: None,
                             source: dir.path.clone(),
@@ -257,7 +275,7 @@ impl ConfigGraph {
         }
         // 6. inline content
         if let Some(content) = &env.opencode_config_content {
-            let origin = PathBuf::from("OPENCODE_CONFIG_CONTENT");
+            let origin = PathBuf::from(INLINE_ORIGIN);
             b.files.push(ConfigFile {
                 path: origin.clone(),
                 role: ConfigRole::Inline,
@@ -271,7 +289,7 @@ impl ConfigGraph {
             b.load_file(&env.managed_config_dir.join(name), ConfigRole::Managed);
         }
 
-        let (plugins, skipped) = dedupe(b.origins);
+        let plugins = dedupe(b.origins);
         let pure = env.pure();
         let mut diagnostics = b.diagnostics;
         let (plugins, withheld_by_pure) = match &pure {
@@ -291,8 +309,8 @@ impl ConfigGraph {
                 let n = plugins.len();
                 diagnostics.push(Diagnostic::new(
                     "action-required",
-                    format!("OPENCODE_PURE={raw:?} is neither true/1 nor false/0; Berth activates no external plugin until it is clear (OpenCode would read it as off)"),
-                    "set OPENCODE_PURE to 1 (no external plugins) or 0 (external plugins on)",
+                    format!("OPENCODE_PURE={raw:?} is not one of true/yes/on/1/y or false/no/off/0/n; Berth activates no external plugin until it is clear (OpenCode 1.18.4 refuses to start)"),
+                    "set OPENCODE_PURE to 1 (no external plugins) or 0 (external plugins on), in lower case",
                 ));
                 (Vec::new(), n)
             }
@@ -309,7 +327,6 @@ impl ConfigGraph {
             files: b.files,
             dirs,
             plugins,
-            skipped,
             tool_files,
             mcp,
             diagnostics,
@@ -395,50 +412,50 @@ fn config_dirs(
 }
 
 /// OpenCode's dedupe (spec §2.3): the last occurrence of a key wins and takes its position.
-/// Entries on OpenCode's built-in skip list are set aside with a diagnostic.
-fn dedupe(origins: Vec<PluginOrigin>) -> (Vec<PluginOrigin>, Vec<(PluginOrigin, Diagnostic)>) {
+/// OpenCode's dedupe (spec §2.3): the last occurrence of a key wins and takes its position.
+/// Entries on OpenCode's built-in skip list keep their position and carry a diagnostic.
+fn dedupe(origins: Vec<PluginOrigin>) -> Vec<PluginOrigin> {
     let mut seen: HashSet<String> = HashSet::new();
     let mut kept: Vec<PluginOrigin> = Vec::new();
     for origin in origins.iter().rev() {
-        let key = origin.spec.dedupe_key(&origin.raw);
-        if seen.insert(key.clone()) {
-            let mut chosen = origin.clone();
-            if chosen.from_scan && chosen.options.is_none() {
-                // A configured `[spec, options]` for the same file: OpenCode loses the options.
-                if let Some(configured) = origins.iter().rev().find(|o| {
-                    !o.from_scan && o.options.is_some() && o.spec.dedupe_key(&o.raw) == key
-                }) {
-                    chosen.options = configured.options.clone();
-                    chosen.options_kept_from_config = true;
-                }
-            }
-            kept.push(chosen);
+        if !seen.insert(origin.key.clone()) {
+            continue;
         }
-    }
-    kept.reverse();
-    let mut skipped = Vec::new();
-    kept.retain(|o| {
-        let hit = spec::OPENCODE_BUILTIN_SKIPS.iter().find(|n| o.raw.contains(*n));
-        if let Some(name) = hit {
-            skipped.push((
-                o.clone(),
+        let mut chosen = origin.clone();
+        if chosen.from_scan && chosen.options.is_none() {
+            // A configured `[spec, options]` for the same file: OpenCode loses the options.
+            if let Some(configured) = origins
+                .iter()
+                .rev()
+                .find(|o| !o.from_scan && o.options.is_some() && o.key == origin.key)
+            {
+                chosen.options = configured.options.clone();
+                chosen.options_kept_from_config = true;
+            }
+        }
+        if let Some(name) = spec::OPENCODE_BUILTIN_SKIPS
+            .iter()
+            .find(|n| chosen.raw.contains(*n))
+        {
+            chosen.skip = Some(
                 Diagnostic::new(
                     "unsupported",
                     format!("OpenCode 1.18.4 skips `{name}` because it has this feature built in; Berth lists it and decides at load time (deviations ledger D-005)"),
                     "remove the entry if you use OpenCode's built-in login for this provider",
                 )
-                .at(o.source.clone()),
-            ));
-            false
-        } else {
-            true
+                .at(chosen.source.clone()),
+            );
         }
-    });
-    (kept, skipped)
+        kept.push(chosen);
+    }
+    kept.reverse();
+    kept
 }
 
 struct Builder<'e> {
     env: &'e OpencodeEnv,
+    /// While reading the files of one merged layer: the `plugin` array that wins so far.
+    merged_plugins: Option<Option<(Vec<Value>, PathBuf)>>,
     project_root: PathBuf,
     origins: Vec<PluginOrigin>,
     mcp: Vec<McpEntry>,
@@ -573,8 +590,13 @@ impl Builder<'_> {
         match map.get("plugin") {
             None | Some(Value::Null) => {}
             Some(Value::Array(items)) => {
-                for item in items {
-                    self.push_plugin_entry(item, origin, base, scope);
+                if let Some(deferred) = self.merged_plugins.as_mut() {
+                    // Files of one merged layer: the last `plugin` array replaces earlier ones.
+                    *deferred = Some((items.clone(), base.to_path_buf()));
+                } else {
+                    for item in items {
+                        self.push_plugin_entry(item, origin, base, scope);
+                    }
                 }
             }
             Some(_) => self.diagnostics.push(
@@ -651,15 +673,49 @@ impl Builder<'_> {
                 return;
             }
         };
-        let spec = spec::parse(&raw, base);
+        let mut spec = spec::parse(&raw, base);
+        // A folder without package.json means its first index file (OpenCode resolves it here).
+        if let PluginSpec::Path { url, path } = &mut spec {
+            if path.is_dir() && !path.join("package.json").exists() {
+                if let Some(index) = [
+                    "index.ts",
+                    "index.tsx",
+                    "index.js",
+                    "index.mjs",
+                    "index.cjs",
+                ]
+                .iter()
+                .map(|i| path.join(i))
+                .find(|p| p.is_file())
+                {
+                    *url = spec::file_url(&index);
+                    *path = index;
+                }
+            }
+        }
+        // Inline config keeps relative paths as written (resolved at load time against the
+        // working directory), so its key and listing are the raw string, as in OpenCode.
+        let inline = origin == Path::new(INLINE_ORIGIN);
+        let (key, listed_as) = match &spec {
+            PluginSpec::Path { .. }
+                if inline && !raw.starts_with("file://") && !raw.starts_with('/') =>
+            {
+                (raw.clone(), raw.clone())
+            }
+            PluginSpec::Path { url, .. } => (spec.dedupe_key(&raw), url.clone()),
+            _ => (spec.dedupe_key(&raw), raw.clone()),
+        };
         self.origins.push(PluginOrigin {
             raw,
+            key,
+            listed_as,
             spec,
             options,
             source: origin.to_path_buf(),
             scope,
             from_scan: false,
             options_kept_from_config: false,
+            skip: None,
         });
     }
 

@@ -90,12 +90,11 @@ impl Scanner {
             ));
         }
         for (order, origin) in graph.plugins.iter().enumerate() {
-            sources.push(self.describe_plugin(origin, order, &mut live));
-        }
-        for (origin, diag) in &graph.skipped {
-            let mut s = self.describe_plugin(origin, usize::MAX, &mut live);
-            s.state = SourceState::Unsupported;
-            s.diagnostics.push(diag.clone());
+            let mut s = self.describe_plugin(origin, order, &mut live);
+            if let Some(diag) = &origin.skip {
+                s.state = SourceState::Unsupported;
+                s.diagnostics.push(diag.clone());
+            }
             sources.push(s);
         }
         for (order, m) in graph.mcp.iter().enumerate() {
@@ -174,7 +173,7 @@ impl Scanner {
                     origin.scope,
                     &origin.source,
                     entry_text,
-                    Some(origin.raw.clone()),
+                    Some(origin.listed_as.clone()),
                     origin.options.clone(),
                     order,
                     path,
@@ -192,7 +191,7 @@ impl Scanner {
                     origin.scope,
                     &origin.source,
                     format!("{name}@{request}"),
-                    Some(origin.raw.clone()),
+                    Some(origin.listed_as.clone()),
                     origin.options.clone(),
                     order,
                     Path::new(name),
@@ -214,7 +213,7 @@ impl Scanner {
                     origin.scope,
                     &origin.source,
                     origin.raw.clone(),
-                    Some(origin.raw.clone()),
+                    Some(origin.listed_as.clone()),
                     origin.options.clone(),
                     order,
                     Path::new(&origin.raw),
@@ -314,6 +313,7 @@ impl Scanner {
             }
             if is_entry {
                 p.exports = facts.exports.clone();
+                p.non_tool_exports = facts.non_tool_exports.clone();
             }
             p.merge(facts);
             for spec in facts.all_specifiers() {
@@ -407,6 +407,7 @@ struct Pending {
     facts: FileFacts,
     contents_unknown: bool,
     analysis_incomplete: bool,
+    non_tool_exports: BTreeSet<String>,
     install_scripts: BTreeSet<String>,
     engines_opencode: Option<String>,
     digest: String,
@@ -477,7 +478,13 @@ fn finish(
     caps.contents_unknown |= p.contents_unknown;
     caps.analysis_incomplete |= p.analysis_incomplete;
     if kind == SourceKind::StandaloneTool {
-        caps.tools = tool_names(location, &caps.exports);
+        let candidates: Vec<String> = caps
+            .exports
+            .iter()
+            .filter(|e| !p.non_tool_exports.contains(*e))
+            .cloned()
+            .collect();
+        caps.tools = tool_names(location, &candidates);
     }
     caps.describe();
     let canonical = std::fs::canonicalize(location).unwrap_or_else(|_| location.to_path_buf());

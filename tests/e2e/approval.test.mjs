@@ -1,0 +1,516 @@
+// The approval panel in a real browser (Debian's chromium through playwright-core).
+//
+// Runs the berth binary from BERTH_BIN (default: target/debug/berth of this repository) as
+// `berth serve --json` on a scratch machine, decides from the page, and checks the decisions
+// with the real CLI (`berth approvals`, `berth approve`) on the same HOME and data dir.
+// Nothing waits on time: every step waits for what the page or the server shows.
+import { after, before, describe, test } from "node:test"
+import assert from "node:assert/strict"
+import { spawn, execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import { chromium } from "playwright-core"
+
+const here = dirname(fileURLToPath(import.meta.url))
+const repo = resolve(here, "..", "..")
+const berthBin = resolve(process.env.BERTH_BIN ?? join(here, "..", "..", "target", "debug", "berth"))
+const artifacts = join(repo, "test-artifacts")
+const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium"
+const WAIT = 15_000
+// A decision made elsewhere (the CLI) must reach an open page within a second or two.
+const LIVE_WAIT = 3_000
+
+const running = new Set()
+process.on("exit", () => {
+  for (const child of running) child.kill("SIGKILL")
+})
+
+function scratchMachine(name) {
+  const root = mkdtempSync(join(tmpdir(), `berth-e2e-${name}-`))
+  const home = join(root, "home")
+  const project = join(root, "project")
+  const data = join(root, "data")
+  mkdirSync(home, { recursive: true })
+  mkdirSync(project, { recursive: true })
+  execFileSync("git", ["init", "-q", project])
+  const env = {}
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith("OPENCODE_") || k.startsWith("XDG_")) continue
+    env[k] = v
+  }
+  Object.assign(env, {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, ".config"),
+    XDG_DATA_HOME: join(home, ".local", "share"),
+    XDG_STATE_HOME: join(home, ".local", "state"),
+    XDG_CACHE_HOME: join(home, ".cache"),
+  })
+  return { root, home, project, data, env, globalDir: join(home, ".config", "opencode") }
+}
+
+function write(path, text) {
+  mkdirSync(dirname(path), { recursive: true })
+  writeFileSync(path, text)
+}
+
+/** The real CLI on the same machine (HOME, data dir, project). */
+function berth(machine, args) {
+  const out = execFileSync(berthBin, [...args, "--json", "--data-dir", machine.data, "--project", machine.project], {
+    env: machine.env,
+    cwd: machine.project,
+    encoding: "utf8",
+  })
+  return JSON.parse(out)
+}
+
+function startServe(machine) {
+  assert.ok(existsSync(berthBin), `no berth binary at ${berthBin}: run \`cargo build -p berth-cli\` or set BERTH_BIN`)
+  const child = spawn(
+    berthBin,
+    ["serve", "--json", "--data-dir", machine.data, "--project", machine.project],
+    { env: machine.env, cwd: machine.project, stdio: ["ignore", "pipe", "pipe"] },
+  )
+  running.add(child)
+  child.once("exit", () => running.delete(child))
+  let stdout = ""
+  let stderr = ""
+  child.stderr.on("data", (chunk) => {
+    stderr = (stderr + chunk).slice(-20_000)
+  })
+  return new Promise((resolvePromise, reject) => {
+    const fail = (message) => {
+      clearTimeout(timer)
+      child.kill("SIGKILL")
+      reject(new Error(`${message}\nstdout: ${stdout}\nstderr: ${stderr}`))
+    }
+    const timer = setTimeout(() => fail(`berth serve printed no URL within ${WAIT} ms`), WAIT)
+    child.on("error", (e) => fail(`cannot start ${berthBin}: ${e.message}`))
+    child.on("exit", (code, signal) => fail(`berth serve exited early (${code ?? signal})`))
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk
+      let parsed
+      try {
+        parsed = JSON.parse(stdout)
+      } catch {
+        return
+      }
+      const url = parsed?.serve?.url
+      if (typeof url !== "string") return fail("berth serve printed JSON without serve.url")
+      clearTimeout(timer)
+      child.removeAllListeners("exit")
+      child.stdout.removeAllListeners("data")
+      child.stdout.resume()
+      const u = new URL(url)
+      resolvePromise({ child, url, origin: u.origin, token: u.searchParams.get("token") })
+    })
+  })
+}
+
+async function stopServe(server) {
+  const child = server?.child
+  if (!child || child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((r) => child.once("exit", r))
+  child.kill("SIGTERM")
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+  await exited
+  clearTimeout(timer)
+}
+
+function launchBrowser() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  })
+}
+
+function watchPage(page) {
+  const problems = []
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`))
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(`console error: ${m.text()}`)
+  })
+  return problems
+}
+
+describe("approval panel against the real server", () => {
+  let machine
+  let server
+  let browser
+  let page
+  let problems
+  const plugins = {}
+
+  const status = async () => {
+    const res = await fetch(`${server.origin}/api/status`, { headers: { authorization: `Bearer ${server.token}` } })
+    assert.equal(res.status, 200)
+    return res.json()
+  }
+  const row = (id) => page.locator(`[data-testid=source][data-source-id="${id}"]`)
+  const rowIn = (id, state) => page.locator(`[data-testid=source][data-source-id="${id}"][data-state="${state}"]`)
+  const badge = () => page.getByTestId("pending-badge")
+  const badgeCount = async () => Number(await badge().getAttribute("data-count"))
+  /** Waits until the page shows the server's snapshot (at least revision `rev`). */
+  const caughtUp = (rev) =>
+    page.waitForFunction((r) => Number(document.body.dataset.revision) >= r, rev, { timeout: WAIT })
+  const focused = () =>
+    page.evaluate(() => {
+      const a = document.activeElement
+      return { action: a?.dataset?.action ?? null, source: a?.closest("[data-testid=source]")?.dataset.sourceId ?? null }
+    })
+
+  before(async () => {
+    machine = scratchMachine("approval")
+    const dir = join(machine.globalDir, "plugins")
+    const files = {
+      alpha: 'export default { id: "alpha", server: async () => ({}) }\n',
+      spawner:
+        'export default {\n  id: "spawner",\n  server: async () => {\n    Bun.spawn(["notify-send", "hello"])\n    return {}\n  },\n}\n',
+      cli: 'export default { id: "cli", server: async () => ({}) }\n',
+      later: 'export default { id: "later", server: async () => ({}) }\n',
+    }
+    for (const [name, text] of Object.entries(files)) write(join(dir, `${name}.ts`), text)
+    server = await startServe(machine)
+    const snap = await status()
+    for (const name of Object.keys(files)) {
+      const s = snap.sources.find((x) => x.entry === join(dir, `${name}.ts`))
+      assert.ok(s, `no source for ${name}.ts in ${JSON.stringify(snap.sources.map((x) => x.entry))}`)
+      plugins[name] = { id: s.id, file: join(dir, `${name}.ts`) }
+    }
+    browser = await launchBrowser()
+    page = await browser.newPage({ viewport: { width: 1180, height: 900 } })
+    problems = watchPage(page)
+    await page.goto(server.url)
+    await page.waitForSelector("body[data-ready='1']", { timeout: WAIT })
+    await page.evaluate(() => {
+      window.__berthNoReload = true
+    })
+  })
+
+  after(async () => {
+    await browser?.close().catch(() => {})
+    await stopServe(server)
+    if (machine) rmSync(machine.root, { recursive: true, force: true })
+  })
+
+  test("every waiting source has a panel that says what it is, where it runs and what it can do", async () => {
+    const snap = await status()
+    await caughtUp(snap.revision)
+    assert.equal(snap.counts.pending_approval, 4)
+    assert.equal(await badgeCount(), 4)
+    assert.equal(await badge().isVisible(), true)
+    assert.match(await badge().innerText(), /4\s+waiting for approval/)
+
+    for (const s of snap.sources.filter((x) => x.state === "pending-approval")) {
+      const panel = row(s.id).getByTestId("approval-panel")
+      await panel.waitFor({ state: "visible", timeout: WAIT })
+      const text = await panel.innerText()
+      assert.match(text, /Allow this plugin to run\?/)
+      assert.equal(await panel.getByTestId("approval-id").innerText(), s.id)
+      assert.equal(await panel.getByTestId("source-origin").innerText(), s.origin)
+      assert.equal(await panel.getByTestId("source-entry").innerText(), s.entry)
+      const runs = await panel.getByTestId("approval-runs").innerText()
+      assert.ok(runs.includes(s.approval.domain), runs)
+      assert.match(runs, s.approval.backend === "bun" ? /^Bun on / : /^Node\.js on /)
+      assert.match(runs, /with your user.s rights/)
+      for (const line of s.capabilities.summary) assert.ok(text.includes(line), `${s.id}: ${line}`)
+      assert.match(await panel.getByTestId("approval-note").innerText(), /your user.s rights[^]*cannot undo side effects/)
+      assert.equal(await panel.getByTestId("approval-grew").count(), 0, "nothing grew before any approval")
+      for (const action of ["allow", "deny", "later"]) {
+        const b = row(s.id).locator(`button[data-action=${action}]`)
+        assert.equal(await b.count(), 1, `${s.id} ${action}`)
+        assert.equal(await b.isEnabled(), true)
+      }
+    }
+    assert.deepEqual(problems, [])
+  })
+
+  test("Allow: the buttons wait for Berth, then the live event moves the source on", async () => {
+    const { id } = plugins.alpha
+    const before = await badgeCount()
+    let release
+    const held = new Promise((r) => (release = r))
+    let seen
+    const requested = new Promise((r) => (seen = r))
+    await page.route("**/api/approve", async (route) => {
+      seen(route.request())
+      await held
+      await route.continue()
+    })
+    try {
+      await row(id).locator("button[data-action=allow]").click()
+      const req = await requested
+      assert.deepEqual(req.postDataJSON(), { ids: [id] })
+      assert.equal(req.headers().authorization, `Bearer ${server.token}`)
+
+      // In flight: progress shows, every decision button is disabled, and nothing changed yet.
+      const progress = row(id).getByTestId("decision-progress")
+      await progress.waitFor({ state: "visible", timeout: WAIT })
+      assert.match(await progress.innerText(), /Allowing/)
+      for (const action of ["allow", "deny", "later"]) {
+        assert.equal(await row(id).locator(`button[data-action=${action}]`).isDisabled(), true, action)
+      }
+      assert.equal(await row(id).getAttribute("data-state"), "pending-approval", "the page changed state optimistically")
+      assert.equal(await badgeCount(), before)
+    } finally {
+      release()
+    }
+    await rowIn(id, "discovered").waitFor({ timeout: WAIT })
+    await page.unroute("**/api/approve")
+    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before - 1, {
+      timeout: WAIT,
+    })
+    assert.equal(await page.evaluate(() => window.__berthNoReload), true, "the page was reloaded")
+
+    const decision = row(id).getByTestId("decision")
+    assert.equal(await decision.getAttribute("data-decision"), "allow")
+    assert.match(await decision.innerText(), /Approved/)
+    assert.equal(await row(id).getByTestId("decided-at").count(), 1)
+    assert.equal(await row(id).getByTestId("approval-panel").count(), 0)
+    assert.equal(await row(id).getByTestId("decision-progress").count(), 0)
+    assert.equal(await row(id).getByTestId("state").innerText(), "Approved")
+    // Focus stayed with the source: on its Revoke button now that Allow is gone.
+    assert.deepEqual(await focused(), { action: "deny", source: id })
+    assert.match(await row(id).locator("button[data-action=deny]").innerText(), /Revoke/)
+
+    const approvals = berth(machine, ["approvals"]).approvals.filter((a) => a.source_id === id)
+    assert.equal(approvals.length, 1, JSON.stringify(approvals))
+    assert.equal(approvals[0].decision, "allow")
+    assert.equal(approvals[0].decided_by, "page")
+    assert.deepEqual(problems, [])
+  })
+
+  test("Deny: the source becomes disabled, with a way to allow it instead", async () => {
+    const { id } = plugins.spawner
+    const before = await badgeCount()
+    await row(id).locator("button[data-action=deny]").click()
+    await rowIn(id, "disabled").waitFor({ timeout: WAIT })
+    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before - 1, {
+      timeout: WAIT,
+    })
+    const decision = row(id).getByTestId("decision")
+    assert.equal(await decision.getAttribute("data-decision"), "deny")
+    assert.match(await decision.innerText(), /Denied/)
+    assert.match(await row(id).locator("button[data-action=allow]").innerText(), /Allow instead/)
+    // The capabilities stay visible on a decided source.
+    assert.match(await row(id).getByTestId("capabilities").innerText(), /Bun\.spawn/)
+
+    const approvals = berth(machine, ["approvals"]).approvals.filter((a) => a.source_id === id)
+    assert.equal(approvals[0].decision, "deny")
+    assert.equal(approvals[0].decided_by, "page")
+    assert.deepEqual(problems, [])
+  })
+
+  test("a refused decision shows Berth's code, message and what to do, inline", async () => {
+    const { id } = plugins.spawner
+    // The real server refuses an id it does not know: send that instead of this source's id.
+    await page.route("**/api/approve", (route) =>
+      route.continue({ postData: JSON.stringify({ ids: ["no-such-source"] }) }),
+    )
+    let refusal
+    try {
+      const response = page.waitForResponse((r) => r.url().endsWith("/api/approve"))
+      await row(id).locator("button[data-action=allow]").click()
+      refusal = await (await response).json()
+      assert.equal((await response).status(), 422)
+    } finally {
+      await page.unroute("**/api/approve")
+    }
+    const error = row(id).getByTestId("decision-error")
+    await error.waitFor({ state: "visible", timeout: WAIT })
+    const text = await error.innerText()
+    assert.ok(text.includes(refusal.error.code), text)
+    assert.ok(text.includes(refusal.error.message), text)
+    assert.ok(text.includes(refusal.error.recovery), text)
+    assert.equal(await error.getAttribute("role"), "alert")
+    // Nothing changed, and the person can try again.
+    assert.equal(await row(id).getAttribute("data-state"), "disabled")
+    assert.equal(await row(id).locator("button[data-action=allow]").isEnabled(), true)
+    assert.equal(await row(id).getByTestId("decision-progress").count(), 0)
+    // Chromium logs the 422 response itself; that is the expected refusal, not a page error.
+    const other = problems.filter((p) => !/status of 422/.test(p))
+    assert.deepEqual(other, [])
+    problems.length = 0
+  })
+
+  test("a decision made with the CLI while the page is open shows up within a second or two", async () => {
+    const { id } = plugins.cli
+    const before = await badgeCount()
+    const started = Date.now()
+    const out = berth(machine, ["approve", id])
+    assert.ok(JSON.stringify(out).includes(id), JSON.stringify(out))
+    await rowIn(id, "discovered").waitFor({ timeout: LIVE_WAIT })
+    const took = Date.now() - started
+    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before - 1, {
+      timeout: LIVE_WAIT,
+    })
+    assert.equal(await row(id).getByTestId("decision").getAttribute("data-decision"), "allow")
+    const approvals = berth(machine, ["approvals"]).approvals.filter((a) => a.source_id === id)
+    assert.notEqual(approvals[0].decided_by, "page")
+    assert.equal(await page.evaluate(() => window.__berthNoReload), true, "the page was reloaded")
+    assert.ok(took < LIVE_WAIT, `took ${took} ms`)
+    assert.deepEqual(problems, [])
+  })
+
+  test("an approved plugin that starts using the network asks again and says exactly what grew", async () => {
+    const { id, file } = plugins.alpha
+    const before = await badgeCount()
+    write(file, 'export default {\n  id: "alpha",\n  server: async () => {\n    await fetch("https://example.com/ping")\n    return {}\n  },\n}\n')
+    await rowIn(id, "pending-approval").waitFor({ timeout: WAIT })
+    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before + 1, {
+      timeout: WAIT,
+    })
+    const snap = await status()
+    const s = snap.sources.find((x) => x.id === id)
+    assert.equal(s.approval.decision, "allow")
+    assert.ok(s.approval.grew.length > 0)
+
+    const panel = row(id).getByTestId("approval-panel")
+    await panel.waitFor({ state: "visible", timeout: WAIT })
+    const grew = panel.getByTestId("approval-grew")
+    const text = await grew.innerText()
+    assert.match(text, /Asked again because it now:/)
+    assert.match(text, /uses the network/)
+    assert.match(text, /fetch/)
+    for (const g of s.approval.grew) assert.equal(await grew.locator(`li[data-grew="${g}"]`).count(), 1, g)
+    assert.match(await panel.innerText(), /You approved/)
+    assert.match(await row(id).locator("button[data-action=allow]").innerText(), /Allow again/)
+
+    mkdirSync(artifacts, { recursive: true })
+    const path = join(artifacts, "approval-panel.png")
+    await row(id).screenshot({ path })
+    assert.ok(existsSync(path))
+    await page.screenshot({ path: join(artifacts, "approval-page.png"), fullPage: true })
+    assert.deepEqual(problems, [])
+  })
+
+  test("Later hides the panel for this page session; the badge still counts the source", async () => {
+    const { id } = plugins.later
+    const before = await badgeCount()
+    await row(id).locator("button[data-action=later]").click()
+    await row(id).getByTestId("approval-panel").waitFor({ state: "detached", timeout: WAIT })
+    assert.equal(await row(id).getAttribute("data-state"), "pending-approval")
+    assert.equal(await badgeCount(), before)
+    assert.match(await row(id).getByTestId("decision").innerText(), /decide later/)
+    // Focus moved to the way back, not to the top of the page.
+    assert.deepEqual(await focused(), { action: "review", source: id })
+
+    // A live re-render (a new plugin appears) keeps it put off, and the badge counts both.
+    const extra = join(machine.globalDir, "plugins", "extra.ts")
+    write(extra, 'export default { id: "extra", server: async () => ({}) }\n')
+    await page
+      .locator("[data-testid=source][data-state=pending-approval]", {
+        has: page.locator("[data-testid=source-entry]", { hasText: extra }),
+      })
+      .waitFor({ timeout: WAIT })
+    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before + 1, {
+      timeout: WAIT,
+    })
+    assert.equal(await row(id).getByTestId("approval-panel").count(), 0)
+    assert.equal(await row(id).getAttribute("data-state"), "pending-approval")
+
+    // From the keyboard: "Review now" brings the panel back with focus on Allow.
+    await row(id).locator("button[data-action=review]").focus()
+    await page.keyboard.press("Enter")
+    await row(id).getByTestId("approval-panel").waitFor({ state: "visible", timeout: WAIT })
+    assert.deepEqual(await focused(), { action: "allow", source: id })
+
+    // Later again, then the header badge brings every put-off panel back.
+    await row(id).locator("button[data-action=later]").click()
+    await row(id).getByTestId("approval-panel").waitFor({ state: "detached", timeout: WAIT })
+    await badge().click()
+    await row(id).getByTestId("approval-panel").waitFor({ state: "visible", timeout: WAIT })
+    assert.equal((await focused()).action, "allow")
+    assert.deepEqual(problems, [])
+  })
+
+  test("the Tauri bridge: invoke('approve'/'deny', {ids}), no optimistic change, errors inline", async () => {
+    const snap = await status()
+    const waiting = snap.sources.filter((s) => s.state === "pending-approval")
+    assert.ok(waiting.length >= 2)
+    const [first, second] = waiting
+    const tauriPage = await browser.newPage({ viewport: { width: 1180, height: 900 } })
+    const tauriProblems = watchPage(tauriPage)
+    const apiRequests = []
+    tauriPage.on("request", (r) => {
+      if (new URL(r.url()).pathname.startsWith("/api/")) apiRequests.push(r.url())
+    })
+    try {
+      await tauriPage.addInitScript((snapshot) => {
+        const listeners = []
+        window.__invokes = []
+        window.__answers = {}
+        window.__TAURI__ = {
+          core: {
+            invoke: (cmd, args) => {
+              if (cmd === "status") return Promise.resolve(snapshot)
+              window.__invokes.push({ cmd, args })
+              return new Promise((resolve, reject) => {
+                window.__answers[cmd] = { resolve, reject }
+              })
+            },
+          },
+          event: {
+            listen: async (name, handler) => {
+              listeners.push({ name, handler })
+              return () => {}
+            },
+          },
+        }
+        window.__emitTauri = (name, payload) => {
+          for (const l of listeners) if (l.name === name) l.handler({ event: name, id: 1, payload })
+        }
+      }, snap)
+      await tauriPage.goto(`${server.origin}/`)
+      await tauriPage.waitForSelector("body[data-ready='1']", { timeout: WAIT })
+      const trow = (id) => tauriPage.locator(`[data-testid=source][data-source-id="${id}"]`)
+
+      await trow(first.id).locator("button[data-action=allow]").click()
+      await tauriPage.waitForFunction(() => window.__invokes.length === 1, null, { timeout: WAIT })
+      assert.deepEqual(await tauriPage.evaluate(() => window.__invokes), [{ cmd: "approve", args: { ids: [first.id] } }])
+      await trow(first.id).getByTestId("decision-progress").waitFor({ state: "visible", timeout: WAIT })
+      await tauriPage.evaluate((id) => window.__answers.approve.resolve([id]), first.id)
+      // Berth answered, but the state only changes with its event.
+      await trow(first.id).locator("[data-testid=decision-progress][data-phase=sent]").waitFor({ timeout: WAIT })
+      assert.equal(await trow(first.id).getAttribute("data-state"), "pending-approval")
+      assert.equal(await trow(first.id).locator("button[data-action=allow]").isDisabled(), true)
+
+      const next = structuredClone(snap)
+      next.revision = snap.revision + 1
+      const changed = next.sources.find((s) => s.id === first.id)
+      changed.state = "discovered"
+      changed.approval = { ...changed.approval, decision: "allow", decided_at_ms: Date.now(), grew: [] }
+      next.counts.pending_approval -= 1
+      await tauriPage.evaluate((next) => window.__emitTauri("status-changed", { revision: next.revision, diff: {}, snapshot: next }), next)
+      await tauriPage.locator(`[data-source-id="${first.id}"][data-state=discovered]`).waitFor({ timeout: WAIT })
+      assert.equal(await trow(first.id).getByTestId("decision-progress").count(), 0)
+      assert.equal(await tauriPage.getByTestId("pending-badge").getAttribute("data-count"), String(next.counts.pending_approval))
+
+      await trow(second.id).locator("button[data-action=deny]").click()
+      await tauriPage.waitForFunction(() => window.__invokes.length === 2, null, { timeout: WAIT })
+      assert.deepEqual((await tauriPage.evaluate(() => window.__invokes))[1], { cmd: "deny", args: { ids: [second.id] } })
+      const refusal = { code: "temporarily-unavailable", capability: "approval", message: "the store is busy", recovery: "retry", plugin: null }
+      await tauriPage.evaluate((e) => window.__answers.deny.reject(e), refusal)
+      const error = trow(second.id).getByTestId("decision-error")
+      await error.waitFor({ state: "visible", timeout: WAIT })
+      const text = await error.innerText()
+      for (const part of [refusal.code, refusal.message, refusal.recovery]) assert.ok(text.includes(part), text)
+      assert.equal(await trow(second.id).locator("button[data-action=deny]").isEnabled(), true)
+      assert.equal(await trow(second.id).getAttribute("data-state"), "pending-approval")
+      assert.deepEqual(apiRequests, [], "the page used HTTP although the Tauri bridge was there")
+      assert.deepEqual(tauriProblems, [])
+    } finally {
+      await tauriPage.close()
+    }
+  })
+})

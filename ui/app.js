@@ -4,6 +4,10 @@
 // the `status-changed` event), otherwise from the loopback page server (`GET /api/status` and
 // the `/api/events` server-sent events, both with the token from this page's address).
 // Nothing is polled. Every piece of data is put into the page as text (never as HTML).
+//
+// Approval decisions go out through `invoke('approve'|'deny', {ids})` or `POST /api/approve|deny`;
+// the page never changes a source's state itself: the new state arrives with the next live
+// event, and the page re-renders from that snapshot.
 'use strict';
 
 (function () {
@@ -132,6 +136,17 @@
   let current = null; // the snapshot on screen
   const openState = Object.create(null); // <details> the person opened or closed, by key
 
+  // Decisions sent from this page, by source id: { action, phase: 'sending' | 'sent' | 'error',
+  // error, before: the source's approval when it was sent }. An entry is settled (removed) as
+  // soon as a snapshot shows the source's decision changed.
+  const decisions = Object.create(null);
+  // Sources the person chose to decide "Later" in this page session, by id and capability
+  // digest: a source that changes again asks again.
+  const later = new Set();
+  // (action, ids) => Promise<decided ids>; rejects with {code, message, recovery}. Set by the
+  // transport in use.
+  let sendDecision = null;
+
   function details(key, defaultOpen, summaryChildren, bodyChildren, props) {
     const d = el('details', props);
     d.open = key in openState ? openState[key] : defaultOpen;
@@ -151,8 +166,10 @@
     current = snap;
     const app = document.getElementById('app');
     const sources = arr(snap.sources);
+    settleDecisions(sources);
+    const focus = rememberFocus(app);
 
-    renderHeader(snap);
+    renderHeader(snap, sources);
     const parts = [
       renderNotices(snap),
       renderSummary(snap, sources),
@@ -163,6 +180,7 @@
     ];
     app.replaceChildren(...parts.filter(Boolean));
     app.removeAttribute('aria-busy');
+    restoreFocus(app, focus);
     renderFooter(snap);
 
     const revision = num(snap.revision);
@@ -170,7 +188,20 @@
     document.body.dataset.ready = '1';
   }
 
-  function renderHeader(snap) {
+  function renderHeader(snap, sources) {
+    const pending = sources.filter((s) => obj(s).state === 'pending-approval').length;
+    const badge = document.querySelector('[data-testid=pending-badge]');
+    if (badge) {
+      badge.dataset.count = String(pending);
+      badge.hidden = pending === 0;
+      badge.replaceChildren(
+        el('span', { className: 'pending-badge-count', text: pending }),
+        el('span', { className: 'pending-badge-text', text: 'waiting for approval' }),
+      );
+      badge.setAttribute('aria-label', pending + ' ' + plural(pending, 'source', 'sources') +
+        ' waiting for approval: show ' + plural(pending, 'it', 'them'));
+      badge.title = 'Show what is waiting for your decision';
+    }
     const berth = obj(snap.berth);
     const version = document.querySelector('[data-testid=version]');
     version.textContent = berth.version ? 'v' + str(berth.version) : '';
@@ -202,16 +233,15 @@
   }
 
   function renderSummary(snap, sources) {
-    const counts = obj(snap.counts);
-    const count = (key, pred) => {
-      const n = num(counts[key]);
-      return n !== null ? n : sources.filter(pred).length;
-    };
-    const total = count('sources', () => true);
-    const pending = count('pending_approval', (s) => s.state === 'pending-approval');
-    const active = count('active', (s) => s.state === 'active');
-    const failed = count('failed', (s) => s.state === 'load-failed' || s.state === 'paused');
-    const unsupported = count('unsupported', (s) => s.state === 'unsupported');
+    // Counted from the sources listed below, so every number matches what the page shows
+    // (the snapshot's `counts` group some states together).
+    const count = (pred) => sources.filter((s) => pred(obj(s))).length;
+    const total = sources.length;
+    const pending = count((s) => s.state === 'pending-approval');
+    const active = count((s) => s.state === 'active');
+    const failed = count((s) => s.state === 'load-failed' || s.state === 'paused');
+    const unsupported = count((s) => s.state === 'unsupported');
+    const denied = count((s) => s.state === 'disabled');
 
     let headline;
     let tone;
@@ -223,9 +253,19 @@
     } else if (pending > 0) {
       headline = pendingHeadline(pending, sources);
       tone = 'attention';
-      detail = pending === 1
-        ? 'None of its code has run. Review what it can do before you approve it.'
-        : 'None of their code has run. Review what each one can do before you approve it.';
+      const askedAgain = sources.filter((s) => obj(s).state === 'pending-approval' &&
+        obj(obj(s).approval).decision === 'allow').length;
+      if (askedAgain === pending) {
+        detail = pending === 1
+          ? 'It changed since you approved it, so Berth asks again before it runs the new version.'
+          : 'They changed since you approved them, so Berth asks again before it runs the new versions.';
+      } else if (askedAgain > 0) {
+        detail = 'Some changed since you approved them. Review what each one can do before you decide.';
+      } else {
+        detail = pending === 1
+          ? 'None of its code has run. Review what it can do before you approve it.'
+          : 'None of their code has run. Review what each one can do before you approve it.';
+      }
     } else if (failed > 0) {
       headline = failed + ' ' + plural(failed, 'source failed', 'sources failed') + ' to load';
       tone = 'error';
@@ -246,7 +286,8 @@
       chip(active, 'active', 'active', active > 0 ? 'ok' : ''),
       chip(failed, 'failed', 'failed', failed > 0 ? 'error' : ''),
       chip(unsupported, 'not supported', 'unsupported', unsupported > 0 ? 'limited' : ''),
-    ];
+      denied > 0 ? chip(denied, 'denied', 'denied', '') : null,
+    ].filter(Boolean);
     const pure = obj(snap.pure);
     if (str(pure.state) && str(pure.state) !== 'off') {
       chips.push(
@@ -384,31 +425,37 @@
     const info = stateInfo(s.state);
     const caps = obj(s.capabilities);
     const diags = arr(s.diagnostics);
-    const summary = arr(caps.summary);
     const order = num(s.order);
+    const approval = obj(s.approval);
+    const pending = s.state === 'pending-approval';
+    const deferred = pending && later.has(laterKey(s));
+    let badgeLabel = info.label;
+    let badgeTone = info.tone;
+    if (s.state === 'discovered' && approval.decision === 'allow') {
+      badgeLabel = 'Approved';
+      badgeTone = 'ok';
+    } else if (s.state === 'disabled' && approval.decision === 'deny') {
+      badgeLabel = 'Denied';
+    } else if (pending && approval.decision === 'allow') {
+      badgeLabel = 'Waiting for approval again';
+    }
 
-    const meta = el('dl', { className: 'source-meta' }, [
-      el('dt', { text: 'Entry' }),
-      el('dd', { className: 'mono', testid: 'source-entry', text: str(s.entry) }),
-      el('dt', { text: 'Listed in' }),
-      el('dd', null, [
-        el('span', { className: 'mono', testid: 'source-origin', text: str(s.origin) }),
-        el('span', { className: 'scope scope-' + str(s.scope), testid: 'source-scope', text: scopeLabel(s.scope) }),
-      ]),
-    ]);
-
-    const capsBlock = el('div', { className: 'caps' }, [
-      el('h3', { className: 'caps-title', text: 'What it can do' }),
-      summary.length
-        ? el('ul', { className: 'caps-list', testid: 'capabilities' }, summary.map((line) =>
-          el('li', { className: caps.contents_unknown ? 'caps-unknown' : '', text: str(line) })))
-        : el('p', { className: 'caps-none', text: 'Nothing is known about it yet.' }),
-    ]);
+    // A waiting source shows its problems before the question: they matter to the answer.
+    const problems = diags.length ? renderDiagnostics(diags) : null;
+    const body = pending && !deferred
+      ? [problems, renderApprovalPanel(s, caps)]
+      : [
+        pending ? renderDeferred(s) : renderDecided(s),
+        renderMeta(s),
+        renderCaps(caps),
+        problems,
+      ];
 
     return el('article', {
-      className: 'source tone-' + info.tone,
+      className: 'source tone-' + info.tone + (pending && !deferred ? ' is-asking' : ''),
       testid: 'source',
       dataset: { sourceId: str(s.id), state: str(s.state), kind: str(s.kind) },
+      attrs: { tabindex: '-1' },
     }, [
       el('header', { className: 'source-head' }, [
         el('span', {
@@ -426,17 +473,407 @@
         ]),
         diags.length ? problemPill(diags) : null,
         el('span', {
-          className: 'badge badge-' + info.tone,
+          className: 'badge badge-' + badgeTone,
           testid: 'state',
           dataset: { state: str(s.state) },
-          text: info.label,
+          text: badgeLabel,
         }),
       ]),
-      meta,
-      capsBlock,
-      diags.length ? renderDiagnostics(diags) : null,
+      ...body,
       renderTechnical(s, caps),
     ]);
+  }
+
+  function renderMeta(s) {
+    return el('dl', { className: 'source-meta' }, [
+      el('dt', { text: 'Entry' }),
+      el('dd', { className: 'mono', testid: 'source-entry', text: str(s.entry) }),
+      el('dt', { text: 'Listed in' }),
+      el('dd', null, originParts(s)),
+    ]);
+  }
+
+  function originParts(s) {
+    return [
+      el('span', { className: 'mono', testid: 'source-origin', text: str(s.origin) }),
+      el('span', { className: 'scope scope-' + str(s.scope), testid: 'source-scope', text: scopeLabel(s.scope) }),
+    ];
+  }
+
+  function capsList(caps) {
+    const summary = arr(caps.summary);
+    return summary.length
+      ? el('ul', { className: 'caps-list', testid: 'capabilities' }, summary.map((line) =>
+        el('li', { className: caps.contents_unknown ? 'caps-unknown' : '', text: str(line) })))
+      : el('p', { className: 'caps-none', text: 'Nothing is known about it yet.' });
+  }
+
+  function renderCaps(caps) {
+    return el('div', { className: 'caps' }, [
+      el('h3', { className: 'caps-title', text: 'What it can do' }),
+      capsList(caps),
+    ]);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Approval
+
+  const BACKENDS = { bun: 'Bun', node: 'Node.js' };
+
+  function laterKey(s) {
+    return str(s.id) + '@' + str(s.capability_digest || s.digest);
+  }
+
+  /** "plugin" or "tool", for sentences. */
+  function noun(s) {
+    return isTool(s) ? 'tool' : category(s) === 'mcp' ? 'server' : 'plugin';
+  }
+
+  function whenText(ms) {
+    const n = num(ms);
+    if (n === null) return '';
+    return new Date(n).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  }
+
+  function timeEl(ms) {
+    const n = num(ms);
+    if (n === null) return null;
+    return el('time', {
+      testid: 'decided-at',
+      text: whenText(n),
+      attrs: { datetime: new Date(n).toISOString() },
+    });
+  }
+
+  function runsWhere(approval) {
+    const backend = str(approval.backend);
+    return [
+      el('strong', { text: BACKENDS[backend] || backend || 'its runtime' }),
+      ' on ',
+      el('span', { className: 'mono', title: 'host/user this decision applies to', text: str(approval.domain) || 'this computer' }),
+      ', with your user\u2019s rights',
+    ];
+  }
+
+  function renderApprovalPanel(s, caps) {
+    const id = str(s.id);
+    const approval = obj(s.approval);
+    const grew = arr(approval.grew).map(str).filter(Boolean);
+    const again = approval.decision === 'allow';
+    const name = sourceName(s);
+    const what = noun(s);
+    const local = s.kind === 'file-plugin' || isTool(s);
+
+    let intro;
+    if (again) {
+      const at = timeEl(approval.decided_at_ms);
+      intro = ['You approved ', el('strong', { text: name }), at ? ' on ' : '', at,
+        '. It has changed since, so Berth will not run the new version until you decide again.'];
+    } else {
+      intro = ['OpenCode would load ', el('strong', { text: name }), ' as a ', kindLabel(s.kind).toLowerCase(),
+        ' for ', s.scope === 'local' ? 'this project' : 'all your projects',
+        '. Berth has not run any of its code.'];
+    }
+
+    const grewBlock = grew.length
+      ? el('div', { className: 'approval-grew', testid: 'approval-grew', attrs: { role: 'note' } }, [
+        el('p', { className: 'approval-grew-title', text: 'Asked again because it now:' }),
+        el('ul', { className: 'approval-grew-list' }, grew.map((g) => {
+          const i = g.indexOf(': ');
+          return el('li', { dataset: { grew: g } }, i > 0
+            ? [el('strong', { text: g.slice(0, i) }), ': ', el('span', { className: 'mono', text: g.slice(i + 2) })]
+            : [el('strong', { text: g })]);
+        })),
+      ])
+      : again
+        ? el('div', { className: 'approval-grew', testid: 'approval-changed', attrs: { role: 'note' } }, [
+          el('p', { className: 'approval-grew-title', text: 'Asked again because its code changed since you approved it.' }),
+        ])
+        : null;
+
+    const facts = el('dl', { className: 'approval-facts' }, [
+      el('dt', { text: 'Plugin id' }),
+      el('dd', { className: 'mono', testid: 'approval-id', text: id }),
+      el('dt', { text: local ? 'File' : 'Package' }),
+      el('dd', { className: 'mono', testid: 'source-entry', text: str(s.entry) }),
+      el('dt', { text: 'Comes from' }),
+      el('dd', { className: 'approval-origin' }, originParts(s)),
+      el('dt', { text: 'Would run' }),
+      el('dd', { testid: 'approval-runs' }, runsWhere(approval)),
+      el('dt', { text: 'What it could do' }),
+      el('dd', null, capsList(caps)),
+    ]);
+
+    const busy = isBusy(id);
+    const btn = (action, label, cls, aria) => {
+      const b = el('button', {
+        className: 'btn ' + cls,
+        text: label,
+        dataset: { action, focus: action },
+        attrs: { type: 'button', 'aria-label': aria },
+      });
+      b.disabled = busy;
+      b.addEventListener('click', () => {
+        if (action === 'later') deferSource(s);
+        else decide(s, action);
+      });
+      return b;
+    };
+
+    return el('section', {
+      className: 'approval' + (again ? ' is-again' : ''),
+      testid: 'approval-panel',
+      attrs: { 'aria-label': 'Approval for ' + name, 'aria-busy': busy ? 'true' : null },
+    }, [
+      el('h4', { className: 'approval-title', text: again ? 'Allow the changed ' + what + ' to run?' : 'Allow this ' + what + ' to run?' }),
+      el('p', { className: 'approval-intro' }, intro),
+      grewBlock,
+      facts,
+      el('p', { className: 'approval-note', testid: 'approval-note' }, [
+        el('span', { className: 'approval-note-icon', text: '!', attrs: { 'aria-hidden': 'true' } }),
+        el('span', null, [
+          el('strong', { text: 'Approving lets its code run with your user\u2019s rights.' }),
+          ' Berth cannot undo side effects an import already had; denying later only stops it from loading again.',
+        ]),
+      ]),
+      el('div', { className: 'approval-actions' }, [
+        btn('allow', again ? 'Allow again' : 'Allow', 'btn-allow', 'Allow ' + name),
+        btn('deny', 'Deny', 'btn-deny', 'Deny ' + name),
+        btn('later', 'Later', 'btn-quiet', 'Decide about ' + name + ' later'),
+        decisionStatus(id),
+      ]),
+      decisionError(id),
+    ]);
+  }
+
+  /** A pending source the person put off: one line, and a way back to the panel. */
+  function renderDeferred(s) {
+    const review = el('button', {
+      className: 'btn btn-small btn-quiet',
+      text: 'Review now',
+      dataset: { action: 'review', focus: 'review' },
+      attrs: { type: 'button', 'aria-label': 'Review ' + sourceName(s) + ' now' },
+    });
+    review.addEventListener('click', () => {
+      later.delete(laterKey(s));
+      rerender();
+      focusIn(str(s.id), 'allow');
+    });
+    return el('div', { className: 'decision decision-later', testid: 'decision' }, [
+      el('span', { className: 'decision-text', text: 'Waiting for your decision. You chose to decide later.' }),
+      review,
+    ]);
+  }
+
+  /** The decision in force for a source that is not waiting, with the way to change it. */
+  function renderDecided(s) {
+    const approval = obj(s.approval);
+    const id = str(s.id);
+    const d = approval.decision;
+    if (d !== 'allow' && d !== 'deny') return null;
+    const allowed = d === 'allow';
+    const action = allowed ? 'deny' : 'allow';
+    const button = el('button', {
+      className: 'btn btn-small ' + (allowed ? 'btn-deny' : 'btn-quiet'),
+      text: allowed ? 'Revoke' : 'Allow instead',
+      dataset: { action, focus: action },
+      attrs: {
+        type: 'button',
+        'aria-label': (allowed ? 'Revoke the approval of ' : 'Allow ') + sourceName(s) + (allowed ? '' : ' instead'),
+      },
+    });
+    button.disabled = isBusy(id);
+    button.addEventListener('click', () => decide(s, action));
+    const at = timeEl(approval.decided_at_ms);
+    return el('div', {
+      className: 'decision decision-' + d,
+      testid: 'decision',
+      dataset: { decision: d },
+    }, [
+      el('span', { className: 'decision-mark', text: allowed ? '\u2713' : '\u2715', attrs: { 'aria-hidden': 'true' } }),
+      el('span', { className: 'decision-text' }, allowed
+        ? [el('strong', { text: 'Approved' }), at ? ' ' : '', at, ' to run with ', ...runsWhere(approval).slice(0, 3)]
+        : [el('strong', { text: 'Denied' }), at ? ' ' : '', at, '. Berth will not load it.']),
+      button,
+      decisionStatus(id),
+      decisionError(id),
+    ]);
+  }
+
+  function isBusy(id) {
+    const d = decisions[id];
+    return !!d && d.phase !== 'error';
+  }
+
+  const PROGRESS = { allow: 'Allowing\u2026', deny: 'Denying\u2026' };
+
+  function decisionStatus(id) {
+    const d = decisions[id];
+    if (!d || d.phase === 'error') return null;
+    return el('span', {
+      className: 'progress',
+      testid: 'decision-progress',
+      dataset: { phase: d.phase, focus: 'status' },
+      attrs: { role: 'status', tabindex: '-1' },
+    }, [
+      el('span', { className: 'spinner', attrs: { 'aria-hidden': 'true' } }),
+      d.phase === 'sending' ? PROGRESS[d.action] : 'Saved. Updating\u2026',
+    ]);
+  }
+
+  function decisionError(id) {
+    const d = decisions[id];
+    if (!d || d.phase !== 'error') return null;
+    const e = d.error;
+    return el('div', {
+      className: 'diag diag-error decision-error',
+      testid: 'decision-error',
+      dataset: { code: e.code },
+      attrs: { role: 'alert' },
+    }, [
+      el('span', { className: 'diag-code', text: e.code || 'error' }),
+      el('div', { className: 'diag-body' }, [
+        el('p', { className: 'diag-message' }, [
+          el('strong', { text: (d.action === 'allow' ? 'Could not allow it: ' : 'Could not deny it: ') }),
+          e.message,
+        ]),
+        e.recovery ? el('p', { className: 'diag-recovery' }, [
+          el('span', { className: 'diag-label', text: 'What to do: ' }),
+          e.recovery,
+        ]) : null,
+      ]),
+    ]);
+  }
+
+  function deferSource(s) {
+    later.add(laterKey(s));
+    rerender();
+    focusIn(str(s.id), 'review');
+  }
+
+  function decide(s, action) {
+    const id = str(s.id);
+    if (!sendDecision || isBusy(id)) return;
+    const approval = obj(s.approval);
+    const entry = {
+      action,
+      phase: 'sending',
+      error: null,
+      before: { decision: approval.decision || null, at: num(approval.decided_at_ms) },
+    };
+    decisions[id] = entry;
+    rerender();
+    focusIn(id, 'status');
+    let sent;
+    try {
+      sent = Promise.resolve(sendDecision(action, [id]));
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then(() => {
+      if (decisions[id] !== entry) return;
+      entry.phase = 'sent';
+      // The new state comes with the live event (it may already be here). If none arrives,
+      // stop showing progress after a while: the page then shows whatever Berth last said.
+      entry.timer = setTimeout(() => {
+        if (decisions[id] === entry) {
+          delete decisions[id];
+          rerender();
+        }
+      }, 10000);
+      rerender();
+    }, (err) => {
+      if (decisions[id] !== entry) return;
+      entry.phase = 'error';
+      entry.error = describeError(err);
+      rerender();
+      focusIn(id, action);
+    });
+  }
+
+  /** Drops the decisions the snapshot now reflects (and errors of sources that changed). */
+  function settleDecisions(sources) {
+    const byId = new Map(sources.map((x) => [str(obj(x).id), obj(x)]));
+    for (const id of Object.keys(decisions)) {
+      const d = decisions[id];
+      if (d.phase === 'sending') continue;
+      const s = byId.get(id);
+      const approval = obj(s && s.approval);
+      const changed = !s || (approval.decision || null) !== d.before.decision ||
+        num(approval.decided_at_ms) !== d.before.at;
+      if (changed) {
+        clearTimeout(d.timer);
+        delete decisions[id];
+      }
+    }
+  }
+
+  /** An error from either transport as {code, message, recovery}. */
+  function describeError(err) {
+    let e = err;
+    if (typeof e === 'string') {
+      try {
+        e = JSON.parse(e);
+      } catch (_) {
+        e = { message: e };
+      }
+    }
+    e = obj(e);
+    if (obj(e.error).message) e = obj(e.error);
+    return {
+      code: str(e.code) || 'error',
+      message: str(e.message) || String(err),
+      recovery: str(e.recovery),
+    };
+  }
+
+  function rerender() {
+    if (current) safeRender(current);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Focus across re-renders: the element in focus is found again by its source and its
+  // data-focus key; if it is gone or disabled, the nearest useful thing in the same source.
+
+  function rowOf(app, id) {
+    for (const row of app.querySelectorAll('[data-testid=source]')) {
+      if (row.dataset.sourceId === id) return row;
+    }
+    return null;
+  }
+
+  function rememberFocus(app) {
+    const a = document.activeElement;
+    if (!a || !app.contains(a)) return null;
+    const row = a.closest('[data-testid=source]');
+    if (!row) return null;
+    return { id: row.dataset.sourceId, key: a.dataset.focus || null };
+  }
+
+  function restoreFocus(app, focus) {
+    if (!focus) return;
+    const row = rowOf(app, focus.id);
+    if (!row) return;
+    const usable = (n) => n && !n.disabled;
+    const byKey = (k) => (k ? row.querySelector('[data-focus="' + CSS.escape(k) + '"]') : null);
+    const target = [byKey(focus.key), byKey('status'), row.querySelector('[data-action]:not([disabled])'), row]
+      .find(usable);
+    if (target && document.activeElement !== target) target.focus({ preventScroll: true });
+  }
+
+  function focusIn(id, key) {
+    restoreFocus(document.getElementById('app'), { id, key });
+  }
+
+  /** The header badge: brings back panels put off with Later and goes to the first one. */
+  function showPending() {
+    later.clear();
+    rerender();
+    const app = document.getElementById('app');
+    const row = app.querySelector('[data-testid=source][data-state=pending-approval]');
+    if (!row) return;
+    row.scrollIntoView({ block: 'start' });
+    focusIn(row.dataset.sourceId, 'allow');
   }
 
   function problemPill(diags) {
@@ -665,6 +1102,7 @@
       if (rev !== null) latest = rev;
       safeRender(snap);
     };
+    sendDecision = (action, ids) => tauri.core.invoke(action === 'allow' ? 'approve' : 'deny', { ids });
     // Listen first, then ask: no change can fall between the two.
     Promise.resolve(tauri.event.listen('status-changed', (e) => {
       const payload = obj(e && e.payload);
@@ -693,6 +1131,7 @@
       return;
     }
     const q = '?token=' + encodeURIComponent(token);
+    sendDecision = webDecision(token);
     setLive('connecting');
 
     fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
@@ -719,6 +1158,36 @@
             'Check that `berth serve` is still running, then reload this page.');
         }
       });
+  }
+
+  /** POST /api/approve|deny → 200 {decided} or an error body {error: {code, message, recovery}}. */
+  function webDecision(token) {
+    return (action, ids) => fetch('/api/' + (action === 'allow' ? 'approve' : 'deny'), {
+      method: 'POST',
+      headers: { Authorization: 'Bearer ' + token, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ids }),
+      cache: 'no-store',
+    }).then(
+      (res) => res.json().catch(() => null).then((body) => {
+        if (res.ok) return arr(obj(body).decided);
+        const e = obj(obj(body).error);
+        if (e.message) throw e;
+        throw {
+          code: res.status === 401 || res.status === 403 ? 'action-required' : 'temporarily-unavailable',
+          message: 'Berth refused the request (HTTP ' + res.status + ').',
+          recovery: res.status === 401 || res.status === 403
+            ? 'Open the URL that `berth serve` printed last.'
+            : 'Try again; if it keeps failing, look at the log file.',
+        };
+      }),
+      (err) => {
+        throw {
+          code: 'temporarily-unavailable',
+          message: 'Berth did not answer (' + String((err && err.message) || err) + ').',
+          recovery: 'Check that `berth serve` is still running, then try again.',
+        };
+      },
+    );
   }
 
   function listen(q) {
@@ -751,6 +1220,8 @@
 
   function start() {
     drawMark();
+    const badge = document.querySelector('[data-testid=pending-badge]');
+    if (badge) badge.addEventListener('click', showPending);
     const tauri = window.__TAURI__;
     if (tauri && tauri.core && typeof tauri.core.invoke === 'function' && tauri.event) {
       startTauri(tauri);

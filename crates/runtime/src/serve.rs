@@ -220,17 +220,29 @@ struct Decide {
     ids: Vec<String>,
 }
 
-async fn approve(State(s): State<AppState>, Json(body): Json<Decide>) -> Response {
+async fn approve(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
     decide(s, body, berth_store::Decision::Allow).await
 }
 
-async fn deny(State(s): State<AppState>, Json(body): Json<Decide>) -> Response {
+async fn deny(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
     decide(s, body, berth_store::Decision::Deny).await
 }
 
 /// Records the page's decision (the same rules as `berth approve`/`deny`) off the async
 /// workers: the page never waits on more than the store write.
-async fn decide(s: AppState, body: Decide, decision: berth_store::Decision) -> Response {
+async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Decision) -> Response {
+    // Parsed here (not by an extractor) so a bad body gets the same error document as the rest.
+    let body: Decide = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_ARGUMENTS,
+                &format!("the body is not {{\"ids\": [..]}}: {e}"),
+                "send JSON like {\"ids\": [\"plugin-a-1d7e648b\"]}",
+            )
+        }
+    };
     let berth = s.berth.clone();
     let result =
         tokio::task::spawn_blocking(move || berth.decide(Some(&body.ids), decision, "page")).await;

@@ -74,9 +74,15 @@ pub struct ProjectInfo {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
     pub sources: usize,
+    /// Waiting for the person before anything is prepared or imported.
     pub pending_approval: usize,
+    /// Loaded, but contributing more than was approved: waiting for the person again.
+    pub pending_activation: usize,
     pub active: usize,
     pub failed: usize,
+    /// Denied or disabled by the person.
+    pub disabled: usize,
+    /// Not supported here, or limited by policy.
     pub unsupported: usize,
 }
 
@@ -88,17 +94,15 @@ impl Counts {
         };
         for s in sources {
             match s.state {
-                SourceState::PendingApproval | SourceState::PendingActivation => {
-                    c.pending_approval += 1
-                }
+                SourceState::PendingApproval => c.pending_approval += 1,
+                SourceState::PendingActivation => c.pending_activation += 1,
                 SourceState::Active => c.active += 1,
                 SourceState::LoadFailed
                 | SourceState::Paused
                 | SourceState::IncompatibleVersion => c.failed += 1,
-                SourceState::Unsupported | SourceState::PolicyLimited | SourceState::Disabled => {
-                    c.unsupported += 1
-                }
-                _ => {}
+                SourceState::Disabled => c.disabled += 1,
+                SourceState::Unsupported | SourceState::PolicyLimited => c.unsupported += 1,
+                SourceState::Discovered | SourceState::Preparing => {}
             }
         }
         c

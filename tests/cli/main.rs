@@ -4,6 +4,7 @@
 mod support;
 
 mod approval;
+mod bad_input;
 mod exit_codes;
 mod host;
 mod ledger;

@@ -182,3 +182,63 @@ fn a_cli_approval_activates_in_the_running_server_and_a_denial_withdraws() {
     });
     assert_eq!(v["sources"][0]["state"], "disabled");
 }
+
+#[test]
+fn revoking_while_the_import_runs_registers_nothing_and_stops_its_host() {
+    let s = Sandbox::new();
+    let text =
+        std::fs::read_to_string(repo_root().join("fixtures/plugins/waits-for-release.ts")).unwrap();
+    s.write("project/.opencode/plugins/waits.ts", &text);
+    let release = s.root.path().join("release");
+    let mut child = s
+        .berth(&["serve", "--json", "--addr", "127.0.0.1:0"])
+        .env("BERTH_TEST_RELEASE", &release)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut text = String::new();
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 0 {
+        text.push_str(&line);
+        if line == "}\n" {
+            break;
+        }
+        line.clear();
+    }
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let srv = Serving {
+        url: v["serve"]["url"].as_str().unwrap().into(),
+        addr: v["serve"]["addr"].as_str().unwrap().into(),
+        child,
+    };
+
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    // The factory is running (and waiting) inside the host.
+    let started = std::path::PathBuf::from(format!("{}.started", release.display()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the import never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let id = status_of(&srv)["sources"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.run_json(&["deny", &id]).0, 0);
+    std::fs::write(&release, "go").unwrap();
+
+    let v = wait_for(&srv, "the revoked source to settle", |v| {
+        v["sources"][0]["state"] == "disabled"
+            && v["hosts"].as_array().is_some_and(|h| h.is_empty())
+    });
+    assert_eq!(
+        v["tools"],
+        serde_json::json!([]),
+        "nothing of a revoked import is registered"
+    );
+}

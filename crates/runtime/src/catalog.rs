@@ -183,6 +183,33 @@ impl Berth {
                     .await
                     .map(|t| (t, Vec::new()))
             };
+            // Revoked while the import ran: nothing of it is registered, and the code that
+            // already ran is stopped with its host (the rest is reloaded on the next pass).
+            let still_cleared = self
+                .with_store(|s| approval::gate(s, source, self.domain(), backend))
+                .is_ok();
+            if loading.is_ok() && !still_cleared {
+                let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                cat.tools.retain(|_, t| t.provider.source_id != id);
+                cat.hooks.retain(|h| h.source_id != id);
+                cat.loaded.clear();
+                cat.activity.remove(&id);
+                drop(cat);
+                host.kill("a source was revoked while it was being imported");
+                act.problems.push(
+                    BerthError::new(
+                        code::CANCELLED,
+                        "activation",
+                        format!(
+                            "{} was revoked while it loaded; nothing of it was registered",
+                            source.entry
+                        ),
+                        "approve it again to load it",
+                    )
+                    .for_plugin(id.clone()),
+                );
+                continue;
+            }
             match loading {
                 Ok((loaded, hooks)) => {
                     // Checkpoint two: what the module really contributes, recorded for these
@@ -599,7 +626,9 @@ impl Berth {
                     .status()
                     .sources
                     .iter()
-                    .filter(|s| s.kind == SourceKind::StandaloneTool)
+                    .filter(|s| {
+                        matches!(s.kind, SourceKind::StandaloneTool | SourceKind::FilePlugin)
+                    })
                     .map(|s| {
                         format!(
                             "{}:{}:{:?}:{:?};",

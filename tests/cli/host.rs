@@ -83,6 +83,25 @@ fn no_byte_of_a_tool_is_imported_before_approval_and_activation() {
     assert_eq!(code, 0);
     assert_eq!(v["tools"][0]["name"], "marker");
     assert!(marker.exists(), "activation imports the approved tool");
+    // D-001: nothing was written into the user's OpenCode folder.
+    let oc = s.project().join(".opencode");
+    for f in [
+        "package.json",
+        "package-lock.json",
+        "node_modules",
+        ".gitignore",
+        "bun.lock",
+    ] {
+        assert!(
+            !oc.join(f).exists(),
+            "Berth wrote {f} into {}",
+            oc.display()
+        );
+    }
+    assert!(s
+        .data_dir()
+        .join("deps/host/node_modules/@opencode-ai/plugin")
+        .is_dir());
 }
 
 fn tools_list_and_call(backend: Backend) {

@@ -188,20 +188,43 @@ fn secrets_from_chat_headers_and_shell_env_reach_the_caller_but_no_file_berth_wr
     let s = plugin_sandbox(&["secret-headers.ts"]);
     let run_c = |args: &[&str]| {
         let mut cmd = s.berth(args);
-        cmd.arg("--json").env("BERTH_TEST_CANARY", canary).env("BERTH_LOG", "trace");
+        cmd.arg("--json")
+            .env("BERTH_TEST_CANARY", canary)
+            .env("BERTH_LOG", "trace");
         parse_json_output(&cmd.output().unwrap())
     };
     for _ in 0..2 {
         assert_eq!(run_c(&["approve", "--all"]).0, 0);
         run_c(&["tools"]);
     }
-    let (code, v) = run_c(&["hook", "chat.headers", "--input", r#"{"sessionID":"s"}"#, "--output", r#"{"headers":{}}"#]);
+    let (code, v) = run_c(&[
+        "hook",
+        "chat.headers",
+        "--input",
+        r#"{"sessionID":"s"}"#,
+        "--output",
+        r#"{"headers":{}}"#,
+    ]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["output"]["headers"]["authorization"], format!("Bearer {canary}"), "the caller gets the value");
-    let (_, v) = run_c(&["hook", "shell.env", "--input", r#"{"cwd":"/"}"#, "--output", r#"{"env":{}}"#]);
+    assert_eq!(
+        v["output"]["headers"]["authorization"],
+        format!("Bearer {canary}"),
+        "the caller gets the value"
+    );
+    let (_, v) = run_c(&[
+        "hook",
+        "shell.env",
+        "--input",
+        r#"{"cwd":"/"}"#,
+        "--output",
+        r#"{"env":{}}"#,
+    ]);
     assert_eq!(v["output"]["env"]["API_KEY"], canary);
     let (_, status) = run_c(&["status"]);
-    assert!(!status.to_string().contains(canary), "the status (diagnostics) holds the secret");
+    assert!(
+        !status.to_string().contains(canary),
+        "the status (diagnostics) holds the secret"
+    );
     // Logs at trace level, the database and its WAL: the value is in none of them.
     let mut searched = 0;
     let mut stack = vec![s.data_dir()];
@@ -213,7 +236,11 @@ fn secrets_from_chat_headers_and_shell_env_reach_the_caller_but_no_file_berth_wr
             }
             let bytes = std::fs::read(e.path()).unwrap();
             searched += 1;
-            assert!(!bytes.windows(canary.len()).any(|w| w == canary.as_bytes()), "canary found in {}", e.path().display());
+            assert!(
+                !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
+                "canary found in {}",
+                e.path().display()
+            );
         }
     }
     // The log and the database (a one-shot process folds its WAL back on exit; the live-WAL

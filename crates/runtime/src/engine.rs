@@ -132,10 +132,22 @@ impl Berth {
         self.inner
             .supervisor
             .get_or_try_init(|| async {
-                let layout = HostLayout::locate(&self.inner.options.data_dir).ok_or_else(|| {
-                    BerthError::new(code::TEMPORARILY_UNAVAILABLE, "host", "the plugin host code or its dependencies were not found", "run scripts/setup (it installs .tools/host-deps), or set BERTH_HOST_DIR and BERTH_HOST_DEPS")
-                })?;
-                Ok(Arc::new(HostSupervisor::new(layout, self.inner.runtimes.clone())))
+                let data_dir = self.inner.options.data_dir.clone();
+                // Preparing dependencies may download: off the async workers.
+                let layout = tokio::task::spawn_blocking(move || HostLayout::locate(&data_dir))
+                    .await
+                    .map_err(|e| {
+                        BerthError::new(
+                            code::TEMPORARILY_UNAVAILABLE,
+                            "host",
+                            e.to_string(),
+                            "retry",
+                        )
+                    })??;
+                Ok(Arc::new(HostSupervisor::new(
+                    layout,
+                    self.inner.runtimes.clone(),
+                )))
             })
             .await
             .cloned()

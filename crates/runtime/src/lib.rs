@@ -13,6 +13,7 @@
 
 pub mod approval;
 pub mod catalog;
+pub mod deps;
 mod engine;
 pub mod error;
 pub mod host;

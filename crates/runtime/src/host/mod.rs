@@ -49,33 +49,53 @@ pub struct HostLayout {
 }
 
 impl HostLayout {
-    /// `BERTH_HOST_DIR` / `BERTH_HOST_DEPS`, else `host/` and `.tools/host-deps` found above
-    /// the running executable (a checkout), else next to it (an install).
-    pub fn locate(data_dir: &std::path::Path) -> Option<HostLayout> {
+    /// The host code (`BERTH_HOST_DIR`, else `host/` found above the running executable), and
+    /// its dependencies prepared in the data dir (`BERTH_HOST_DEPS` overrides; a set-up copy in
+    /// `.tools/host-deps` is linked in rather than downloaded).
+    pub fn locate(data_dir: &std::path::Path) -> Result<HostLayout, BerthError> {
         let env_path = |k: &str| {
             std::env::var_os(k)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        let exe = std::env::current_exe().ok()?;
-        let mut script = env_path("BERTH_HOST_DIR").map(|d| d.join("berth-host.mjs"));
-        let mut deps = env_path("BERTH_HOST_DEPS");
-        for a in exe.ancestors().skip(1) {
-            if script.is_none() && a.join("host/berth-host.mjs").is_file() {
-                script = Some(a.join("host/berth-host.mjs"));
+        let exe = std::env::current_exe().ok();
+        let ancestors: Vec<PathBuf> = exe
+            .iter()
+            .flat_map(|e| e.ancestors().skip(1).map(PathBuf::from).collect::<Vec<_>>())
+            .collect();
+        let script = env_path("BERTH_HOST_DIR")
+            .map(|d| d.join("berth-host.mjs"))
+            .or_else(|| {
+                ancestors
+                    .iter()
+                    .map(|a| a.join("host/berth-host.mjs"))
+                    .find(|p| p.is_file())
+            })
+            .ok_or_else(|| {
+                BerthError::new(
+                    code::TEMPORARILY_UNAVAILABLE,
+                    "host",
+                    "the plugin host code (host/berth-host.mjs) was not found",
+                    "set BERTH_HOST_DIR to the folder holding berth-host.mjs",
+                )
+            })?;
+        let deps_dir = match env_path("BERTH_HOST_DEPS") {
+            Some(d) => d,
+            None => {
+                let seed = ancestors
+                    .iter()
+                    .map(|a| a.join(".tools/host-deps"))
+                    .find(|p| p.is_dir());
+                crate::deps::prepare_host_deps(data_dir, seed.as_deref())?
             }
-            if deps.is_none() && a.join(".tools/host-deps/node_modules").is_dir() {
-                deps = Some(a.join(".tools/host-deps"));
-            }
-        }
+        };
         // Unix socket paths are short (108 bytes): keep them under the temp dir, per user.
         // SAFETY: getuid has no failure mode.
         let uid = unsafe { libc::getuid() };
         let run_dir = std::env::temp_dir().join(format!("berth-{uid}"));
-        let _ = data_dir;
-        Some(HostLayout {
-            script: script?,
-            deps_dir: deps?,
+        Ok(HostLayout {
+            script,
+            deps_dir,
             run_dir,
         })
     }

@@ -9,6 +9,7 @@ mod exit_codes;
 mod host;
 mod ledger;
 mod oracle_discovery;
+mod oracle_tools;
 mod plugins;
 mod serve;
 mod status;

@@ -1,0 +1,74 @@
+//! The JSON Schema Berth gives each standalone tool equals the `parameters` real OpenCode
+//! 1.18.4 sends the model for the same file (`tests/oracle/tools/schemas.json`): optional,
+//! defaults, enums, integer and number bounds, arrays, nested objects, descriptions, nullable,
+//! unions, literals, records, empty args, and hand-written JSON Schema args.
+
+use serde_json::Value;
+
+use crate::support::*;
+
+fn berth_tools() -> Value {
+    let s = Sandbox::new();
+    let src = repo_root().join("fixtures/tool-schemas/project/.opencode/tools");
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        s.write(&format!("project/.opencode/tools/{name}"), &std::fs::read_to_string(e.path()).unwrap());
+    }
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let (code, v) = s.run_json(&["tools"]);
+    assert_eq!(code, 0, "{v}");
+    assert_schema("tools", &v);
+    assert_eq!(v["problems"], serde_json::json!([]));
+    v
+}
+
+/// Err lists every tool whose name set, description or parameters differ.
+fn compare(berth: &Value, recorded: &Value) -> Result<(), Vec<String>> {
+    let theirs = recorded["tools"].as_object().unwrap();
+    let ours: serde_json::Map<String, Value> = berth["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap().to_string(), t.clone())).collect();
+    let mut diffs = Vec::new();
+    let (a, b): (Vec<_>, Vec<_>) = (ours.keys().collect(), theirs.keys().collect());
+    if a != b {
+        diffs.push(format!("tool names differ: berth {a:?}, opencode {b:?}"));
+    }
+    for (name, t) in theirs {
+        let Some(o) = ours.get(name) else { continue };
+        // serde_json compares objects regardless of key order, arrays in order.
+        if o["parameters"] != t["parameters"] {
+            diffs.push(format!("{name}: parameters differ\n berth:    {}\n opencode: {}", o["parameters"], t["parameters"]));
+        }
+        if o["description"] != t["description"] {
+            diffs.push(format!("{name}: description differs"));
+        }
+    }
+    if diffs.is_empty() { Ok(()) } else { Err(diffs) }
+}
+
+fn recorded() -> Value {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(repo_root().join("tests/oracle/tools/schemas.json")).unwrap()).unwrap();
+    assert_eq!(v["opencode_version"], "1.18.4");
+    v
+}
+
+#[test]
+fn tool_schemas_equal_what_opencode_sends_the_model() {
+    let recorded = recorded();
+    assert!(recorded["tools"].as_object().unwrap().len() >= 20);
+    if let Err(d) = compare(&berth_tools(), &recorded) {
+        panic!("{}", d.join("\n"));
+    }
+}
+
+#[test]
+fn a_changed_schema_or_a_missing_tool_fails_the_comparison() {
+    let recorded = recorded();
+    let berth = berth_tools();
+    assert!(compare(&berth, &recorded).is_ok());
+    let mut wrong = berth.clone();
+    let t = wrong["tools"].as_array_mut().unwrap().iter_mut().find(|t| t["name"] == "numbers_int_bounded").unwrap();
+    t["parameters"]["properties"].as_object_mut().unwrap().values_mut().next().unwrap()["maximum"] = Value::from(11);
+    assert!(compare(&wrong, &recorded).is_err(), "a changed bound must fail");
+    let mut fewer = berth;
+    fewer["tools"].as_array_mut().unwrap().pop();
+    assert!(compare(&fewer, &recorded).is_err(), "a missing tool must fail");
+}

@@ -12,7 +12,10 @@ fn berth_tools() -> Value {
     let src = repo_root().join("fixtures/tool-schemas/project/.opencode/tools");
     for e in std::fs::read_dir(&src).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        s.write(&format!("project/.opencode/tools/{name}"), &std::fs::read_to_string(e.path()).unwrap());
+        s.write(
+            &format!("project/.opencode/tools/{name}"),
+            &std::fs::read_to_string(e.path()).unwrap(),
+        );
     }
     assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
     let (code, v) = s.run_json(&["tools"]);
@@ -25,7 +28,12 @@ fn berth_tools() -> Value {
 /// Err lists every tool whose name set, description or parameters differ.
 fn compare(berth: &Value, recorded: &Value) -> Result<(), Vec<String>> {
     let theirs = recorded["tools"].as_object().unwrap();
-    let ours: serde_json::Map<String, Value> = berth["tools"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap().to_string(), t.clone())).collect();
+    let ours: serde_json::Map<String, Value> = berth["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_string(), t.clone()))
+        .collect();
     let mut diffs = Vec::new();
     let (a, b): (Vec<_>, Vec<_>) = (ours.keys().collect(), theirs.keys().collect());
     if a != b {
@@ -35,17 +43,27 @@ fn compare(berth: &Value, recorded: &Value) -> Result<(), Vec<String>> {
         let Some(o) = ours.get(name) else { continue };
         // serde_json compares objects regardless of key order, arrays in order.
         if o["parameters"] != t["parameters"] {
-            diffs.push(format!("{name}: parameters differ\n berth:    {}\n opencode: {}", o["parameters"], t["parameters"]));
+            diffs.push(format!(
+                "{name}: parameters differ\n berth:    {}\n opencode: {}",
+                o["parameters"], t["parameters"]
+            ));
         }
         if o["description"] != t["description"] {
             diffs.push(format!("{name}: description differs"));
         }
     }
-    if diffs.is_empty() { Ok(()) } else { Err(diffs) }
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(diffs)
+    }
 }
 
 fn recorded() -> Value {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(repo_root().join("tests/oracle/tools/schemas.json")).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("tests/oracle/tools/schemas.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(v["opencode_version"], "1.18.4");
     v
 }
@@ -65,10 +83,26 @@ fn a_changed_schema_or_a_missing_tool_fails_the_comparison() {
     let berth = berth_tools();
     assert!(compare(&berth, &recorded).is_ok());
     let mut wrong = berth.clone();
-    let t = wrong["tools"].as_array_mut().unwrap().iter_mut().find(|t| t["name"] == "numbers_int_bounded").unwrap();
-    t["parameters"]["properties"].as_object_mut().unwrap().values_mut().next().unwrap()["maximum"] = Value::from(11);
-    assert!(compare(&wrong, &recorded).is_err(), "a changed bound must fail");
+    let t = wrong["tools"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["name"] == "numbers_int_bounded")
+        .unwrap();
+    t["parameters"]["properties"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+        .next()
+        .unwrap()["maximum"] = Value::from(11);
+    assert!(
+        compare(&wrong, &recorded).is_err(),
+        "a changed bound must fail"
+    );
     let mut fewer = berth;
     fewer["tools"].as_array_mut().unwrap().pop();
-    assert!(compare(&fewer, &recorded).is_err(), "a missing tool must fail");
+    assert!(
+        compare(&fewer, &recorded).is_err(),
+        "a missing tool must fail"
+    );
 }

@@ -136,3 +136,120 @@ async fn after_a_host_dies_other_tools_keep_answering_and_nothing_runs_twice() {
         .all(|r| r.status.as_str() != "running" && r.status.as_str() != "accepted"));
     berth.shutdown_hosts().await;
 }
+
+fn berth_with(dir: &std::path::Path, fixture: &str) -> Berth {
+    let home = dir.join("home");
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    std::fs::create_dir_all(project.join(".opencode/tools")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
+    std::fs::copy(
+        root.join("fixtures/tools").join(fixture),
+        project.join(".opencode/tools").join(fixture),
+    )
+    .unwrap();
+    let env = OpencodeEnv {
+        home,
+        cwd: project.clone(),
+        managed_config_dir: dir.join("managed"),
+        ..OpencodeEnv::default()
+    };
+    let berth = Berth::open(BerthOptions {
+        data_dir: dir.join("data"),
+        project,
+        env,
+        log_file: None,
+    })
+    .unwrap();
+    berth.decide(None, Decision::Allow, "cli").unwrap();
+    berth
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_duplicate_and_unknown_frames_are_dropped_and_counted() {
+    // Node: the tool reaches its channel through Node's handle list.
+    std::env::set_var("BERTH_BUN", "/nonexistent");
+    let dir = tempfile::tempdir().unwrap();
+    let berth = berth_with(dir.path(), "forges-frames.js");
+    std::env::remove_var("BERTH_BUN");
+    let r = berth
+        .invoke(
+            "forges-frames_duplicates",
+            serde_json::json!({}),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_str(), "completed");
+    let r = berth
+        .invoke("forges-frames_ok", serde_json::json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some("ok"), "the host keeps serving");
+    // The late duplicate follows the real result by 50 ms: wait (bounded) until it is counted.
+    let host =
+        berth_runtime::catalog::host_for_bench(&berth, berth_runtime::runtimes::RuntimeKind::Node)
+            .await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while host.info().dropped_frames < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        host.info().dropped_frames,
+        2,
+        "the unknown-id and the late duplicate frame are dropped and counted"
+    );
+    let r = berth
+        .invoke("forges-frames_ok", serde_json::json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some("ok"), "and nothing else changed");
+    berth.shutdown_hosts().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_the_channel_ends_that_host_and_the_next_call_gets_a_new_one() {
+    std::env::set_var("BERTH_BUN", "/nonexistent");
+    let dir = tempfile::tempdir().unwrap();
+    let berth = berth_with(dir.path(), "forges-frames.js");
+    std::env::remove_var("BERTH_BUN");
+    let r = berth
+        .invoke("forges-frames_garbage", serde_json::json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(r.error.map(|e| e.code), Some("worker-lost".to_string()));
+    let r = berth
+        .invoke("forges-frames_ok", serde_json::json!({}), None, None)
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some("ok"));
+    berth.shutdown_hosts().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let berth = berth_with_faults(dir.path());
+    let mut codes = Vec::new();
+    for _ in 0..4 {
+        let r = berth
+            .invoke("faults_exits", serde_json::json!({}), None, None)
+            .await;
+        codes.push(match r {
+            Ok(r) => r.error.map(|e| e.code).unwrap_or_default(),
+            Err(e) => e.code.to_string(),
+        });
+    }
+    assert_eq!(
+        &codes[..3],
+        ["worker-lost", "worker-lost", "worker-lost"],
+        "{codes:?}"
+    );
+    assert_eq!(codes[3], "temporarily-unavailable", "{codes:?}");
+    berth.shutdown_hosts().await;
+}

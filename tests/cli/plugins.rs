@@ -254,7 +254,11 @@ fn no_byte_of_a_plugin_runs_before_approval_and_an_expansion_asks_again() {
     let marker = s.root.path().join("MARKER");
     for step in [&["sources"][..], &["status"], &["tools"]] {
         assert_eq!(run(&s, step).0, 0);
-        assert!(!marker.exists(), "imported before approval (after `{}`)", step[0]);
+        assert!(
+            !marker.exists(),
+            "imported before approval (after `{}`)",
+            step[0]
+        );
     }
     assert_eq!(run(&s, &["approve", "--all"]).0, 0);
     assert!(!marker.exists(), "approval alone must not import");
@@ -263,11 +267,25 @@ fn no_byte_of_a_plugin_runs_before_approval_and_an_expansion_asks_again() {
 
     // The new version also starts processes: back to pending-approval, and it does not run.
     std::fs::remove_file(&marker).unwrap();
-    let text = std::fs::read_to_string(repo_root().join("fixtures/plugins/writes-marker-on-import.ts")).unwrap();
-    s.write("project/.opencode/plugins/writes-marker-on-import.ts", &format!("{text}\nexport const spawnLater = () => Bun.spawn(['true'])\n"));
-    assert_eq!(states(&s), vec![("writes-marker-on-import.ts".to_string(), "pending-approval".to_string())]);
+    let text =
+        std::fs::read_to_string(repo_root().join("fixtures/plugins/writes-marker-on-import.ts"))
+            .unwrap();
+    s.write(
+        "project/.opencode/plugins/writes-marker-on-import.ts",
+        &format!("{text}\nexport const spawnLater = () => Bun.spawn(['true'])\n"),
+    );
+    assert_eq!(
+        states(&s),
+        vec![(
+            "writes-marker-on-import.ts".to_string(),
+            "pending-approval".to_string()
+        )]
+    );
     assert_eq!(run(&s, &["tools"]).0, 0);
-    assert!(!marker.exists(), "the expanded version ran before it was approved again");
+    assert!(
+        !marker.exists(),
+        "the expanded version ran before it was approved again"
+    );
     assert_eq!(run(&s, &["approve", "--all"]).0, 0);
     run(&s, &["tools"]);
     assert!(marker.exists());

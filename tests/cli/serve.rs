@@ -20,8 +20,19 @@ impl Drop for Serving {
 }
 
 fn start(s: &Sandbox, addr: &str) -> Result<Serving, serde_json::Value> {
-    let mut child = s
-        .berth(&["serve", "--json", "--addr", addr])
+    start_with(s, addr, &[])
+}
+
+fn start_with(
+    s: &Sandbox,
+    addr: &str,
+    env: &[(&str, &std::path::Path)],
+) -> Result<Serving, serde_json::Value> {
+    let mut cmd = s.berth(&["serve", "--json", "--addr", addr]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -190,29 +201,12 @@ fn revoking_while_the_import_runs_registers_nothing_and_stops_its_host() {
         std::fs::read_to_string(repo_root().join("fixtures/plugins/waits-for-release.ts")).unwrap();
     s.write("project/.opencode/plugins/waits.ts", &text);
     let release = s.root.path().join("release");
-    let mut child = s
-        .berth(&["serve", "--json", "--addr", "127.0.0.1:0"])
-        .env("BERTH_TEST_RELEASE", &release)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let mut text = String::new();
-    let mut line = String::new();
-    while reader.read_line(&mut line).unwrap() > 0 {
-        text.push_str(&line);
-        if line == "}\n" {
-            break;
-        }
-        line.clear();
-    }
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let srv = Serving {
-        url: v["serve"]["url"].as_str().unwrap().into(),
-        addr: v["serve"]["addr"].as_str().unwrap().into(),
-        child,
-    };
+    let srv = start_with(
+        &s,
+        "127.0.0.1:0",
+        &[("BERTH_TEST_RELEASE", release.as_path())],
+    )
+    .unwrap();
 
     assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
     // The factory is running (and waiting) inside the host.

@@ -8,35 +8,7 @@ use berth_discovery::OpencodeEnv;
 use berth_runtime::{Berth, BerthOptions, Decision};
 
 fn berth_with_faults(dir: &std::path::Path) -> Berth {
-    let home = dir.join("home");
-    let project = dir.join("project");
-    std::fs::create_dir_all(project.join(".git")).unwrap();
-    std::fs::create_dir_all(project.join(".opencode/tools")).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap();
-    std::fs::copy(
-        root.join("fixtures/tools/faults.ts"),
-        project.join(".opencode/tools/faults.ts"),
-    )
-    .unwrap();
-    let env = OpencodeEnv {
-        home,
-        cwd: project.clone(),
-        managed_config_dir: dir.join("managed"),
-        ..OpencodeEnv::default()
-    };
-    let berth = Berth::open(BerthOptions {
-        data_dir: dir.join("data"),
-        project,
-        env,
-        log_file: None,
-    })
-    .unwrap();
-    berth.decide(None, Decision::Allow, "cli").unwrap();
-    berth
+    berth_with(dir, "faults.ts")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -320,22 +320,15 @@ fn absolute(p: &std::path::Path) -> PathBuf {
 }
 
 fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            BerthError::new(
-                code::TEMPORARILY_UNAVAILABLE,
-                "serve",
-                format!("cannot start the async runtime: {e}"),
-                "retry",
-            )
-        })?;
-    rt.block_on(async move {
+    block_on(async move {
         let server = berth_runtime::serve::Server::bind(berth.clone(), addr).await?;
         let _watch = berth_runtime::watch::watch(berth.clone()).map_err(|e| {
-            BerthError::new(code::TEMPORARILY_UNAVAILABLE, "discovery", format!("cannot watch the config folders: {e}"), "raise the inotify watch limit, or restart Berth")
+            BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "discovery",
+                format!("cannot watch the config folders: {e}"),
+                "raise the inotify watch limit, or restart Berth",
+            )
         })?;
         out.done(
             serde_json::json!({ "serve": { "url": server.url(), "addr": server.local_addr().to_string() } }),
@@ -352,7 +345,7 @@ fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
         let _ = tokio::time::timeout(std::time::Duration::from_millis(500), serving).await;
         berth.shutdown_hosts().await;
         Ok(())
-    })
+    })?
 }
 
 async fn shutdown_signal() {

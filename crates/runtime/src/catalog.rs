@@ -324,22 +324,7 @@ impl Berth {
                     "fix the plugin; the other plugins keep loading",
                 )
             })?;
-        let tools = v["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| ToolEntry {
-                name: t["name"].as_str().unwrap_or_default().to_string(),
-                description: t["description"].as_str().unwrap_or_default().to_string(),
-                parameters: t["parameters"].clone(),
-                provider: Provider {
-                    source_id: source.id.clone(),
-                    kind: source.kind,
-                    backend,
-                },
-                state: SourceState::Active,
-            })
-            .collect();
+        let tools = tool_entries(&v, source, backend);
         let hooks = v["hooks"]
             .as_array()
             .into_iter()
@@ -435,22 +420,7 @@ impl Berth {
                     "fix the tool file; the other tools keep working",
                 )
             })?;
-        Ok(v["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| ToolEntry {
-                name: t["name"].as_str().unwrap_or_default().to_string(),
-                description: t["description"].as_str().unwrap_or_default().to_string(),
-                parameters: t["parameters"].clone(),
-                provider: Provider {
-                    source_id: source.id.clone(),
-                    kind: source.kind,
-                    backend,
-                },
-                state: SourceState::Active,
-            })
-            .collect())
+        Ok(tool_entries(&v, source, backend))
     }
 
     /// One call through the full path: idempotency, receipt, host, result.
@@ -591,6 +561,30 @@ impl Berth {
             )
         })
     }
+}
+
+/// The `tools` a load answered with, as catalog entries of `source`.
+fn tool_entries(
+    v: &Value,
+    source: &berth_discovery::Source,
+    backend: RuntimeKind,
+) -> Vec<ToolEntry> {
+    v["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| ToolEntry {
+            name: t["name"].as_str().unwrap_or_default().to_string(),
+            description: t["description"].as_str().unwrap_or_default().to_string(),
+            parameters: t["parameters"].clone(),
+            provider: Provider {
+                source_id: source.id.clone(),
+                kind: source.kind,
+                backend,
+            },
+            state: SourceState::Active,
+        })
+        .collect()
 }
 
 fn random_hex(n: usize) -> String {

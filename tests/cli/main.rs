@@ -8,6 +8,7 @@ mod bad_input;
 mod exit_codes;
 mod host;
 mod ledger;
+mod npm;
 mod oracle_discovery;
 mod oracle_tools;
 mod plugins;

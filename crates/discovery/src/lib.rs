@@ -22,5 +22,7 @@ pub mod spec;
 pub use digest::{sha256_hex, sha256_parts};
 pub use env::{OpencodeEnv, Switch};
 pub use graph::{ConfigDir, ConfigFile, ConfigGraph, ConfigRole, DirRole};
-pub use scan::{Discovery, Scanner};
-pub use source::{Capabilities, Diagnostic, Scope, Source, SourceKind, SourceState};
+pub use scan::{
+    npm_entry, npm_install_dir, prepared_package_dir, Discovery, Scanner, OPENCODE_VERSION,
+};
+pub use source::{Capabilities, Diagnostic, NpmRef, Scope, Source, SourceKind, SourceState};

@@ -44,6 +44,77 @@ struct CachedFile {
 #[derive(Default)]
 pub struct Scanner {
     cache: HashMap<PathBuf, CachedFile>,
+    /// Where Berth prepares npm packages (`<data dir>/packages`): a prepared package is
+    /// described from its files; an unprepared one by its spec alone.
+    packages_root: Option<PathBuf>,
+}
+
+/// The OpenCode version whose `engines.opencode` ranges Berth checks against.
+pub const OPENCODE_VERSION: &str = "1.18.4";
+
+/// The folder an npm spec is prepared in: `<root>/<name@request>` with `/` made safe.
+pub fn npm_install_dir(root: &Path, name: &str, request: &str) -> PathBuf {
+    let safe: String = format!("{name}@{request}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "@._+-".contains(c) {
+                c
+            } else if c == '/' {
+                '+'
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    root.join(safe)
+}
+
+/// Where a prepared package's files are: `node_modules/<name>` of its install folder (for a
+/// `file:` spec the real name is recorded at preparation in `.berth-package`).
+pub fn prepared_package_dir(root: &Path, name: &str, request: &str) -> PathBuf {
+    let dir = npm_install_dir(root, name, request);
+    let real = std::fs::read_to_string(dir.join(".berth-package"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| name.to_string());
+    dir.join("node_modules").join(real)
+}
+
+/// The module OpenCode imports from a prepared package (spec §2.4): `exports["./server"]`
+/// (string, `import` or `default`), else `main`; a package whose `exports` object has neither
+/// has no server entry; otherwise the package folder, which the runtime resolves through
+/// `exports["."]`, `module`, `main`, then `index.*`. Err says why there is none.
+pub fn npm_entry(pkg_dir: &Path) -> Result<PathBuf, String> {
+    let pkg = read_package_json(pkg_dir)
+        .ok_or_else(|| format!("{} has no readable package.json", pkg_dir.display()))?;
+    let target = match server_entry(&pkg) {
+        Some(t) => t,
+        None if pkg.get("exports").is_some_and(Value::is_object) => {
+            return Err("its package.json `exports` has no `./server` entry and there is no `main`: OpenCode finds no server entry and skips it".into())
+        }
+        None => {
+            let dot = pkg.get("exports").and_then(|e| match e {
+                Value::String(s) => Some(s.clone()),
+                Value::Object(o) => o.get(".").and_then(|d| match d {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(c) => c.get("import").or_else(|| c.get("default")).and_then(Value::as_str).map(str::to_string),
+                    _ => None,
+                }),
+                _ => None,
+            });
+            match dot.or_else(|| pkg.get("module").and_then(Value::as_str).map(str::to_string)) {
+                Some(t) => t,
+                None => match INDEX_FILES.iter().find(|i| pkg_dir.join(i).is_file()) {
+                    Some(i) => i.to_string(),
+                    None => return Err("it has no entry (`exports`, `module`, `main` or index file)".into()),
+                },
+            }
+        }
+    };
+    let entry = crate::spec::normalize(&pkg_dir.join(&target));
+    if !entry.starts_with(pkg_dir) {
+        return Err(format!("its entry {target} points outside the package"));
+    }
+    Ok(entry)
 }
 
 /// One scan's result.
@@ -63,6 +134,14 @@ impl Discovery {
 impl Scanner {
     pub fn new() -> Scanner {
         Scanner::default()
+    }
+
+    /// A scanner that also describes npm packages prepared under `root`.
+    pub fn with_packages(root: PathBuf) -> Scanner {
+        Scanner {
+            packages_root: Some(root),
+            ..Scanner::default()
+        }
     }
 
     pub fn scan(&mut self, env: &OpencodeEnv, directory: &Path) -> Discovery {
@@ -180,22 +259,47 @@ impl Scanner {
                 )
             }
             PluginSpec::Npm { name, request } => {
-                let mut s = Pending {
-                    contents_unknown: true,
-                    ..Pending::default()
+                let prepared = self
+                    .packages_root
+                    .as_ref()
+                    .map(|r| prepared_package_dir(r, name, request))
+                    .filter(|d| d.join("package.json").is_file());
+                let mut s = match &prepared {
+                    Some(pkg_dir) => self.describe_package(pkg_dir, live),
+                    None => {
+                        let mut s = Pending {
+                            contents_unknown: true,
+                            ..Pending::default()
+                        };
+                        s.digest = sha256_hex(format!("npm:{name}@{request}").as_bytes());
+                        s
+                    }
                 };
-                s.digest = sha256_hex(format!("npm:{name}@{request}").as_bytes());
-                finish(
+                let entry_text = s
+                    .files
+                    .first()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_else(|| format!("{name}@{request}"));
+                let blocked = s.blocked.take();
+                let mut src = finish(
                     s,
                     SourceKind::NpmPlugin,
                     origin.scope,
                     &origin.source,
-                    format!("{name}@{request}"),
+                    entry_text,
                     Some(origin.listed_as.clone()),
                     origin.options.clone(),
                     order,
                     Path::new(name),
-                )
+                );
+                if let Some(state) = blocked {
+                    src.state = state;
+                }
+                src.npm = Some(NpmRef {
+                    name: name.clone(),
+                    request: request.clone(),
+                });
+                src
             }
             PluginSpec::Invalid { reason, recovery } => {
                 let mut s = Pending {
@@ -348,6 +452,48 @@ impl Scanner {
         p
     }
 
+    /// Describes a prepared npm package: its entry and relative imports, its package.json
+    /// (install scripts, `engines.opencode`), and whether OpenCode would load it at all.
+    fn describe_package(&mut self, pkg_dir: &Path, live: &mut HashSet<PathBuf>) -> Pending {
+        let mut p = match npm_entry(pkg_dir) {
+            Ok(entry) => self.describe_files(SourceKind::NpmPlugin, &entry, pkg_dir, live),
+            Err(why) => {
+                let mut p = Pending {
+                    analysis_incomplete: true,
+                    blocked: Some(SourceState::Unsupported),
+                    ..Pending::default()
+                };
+                p.diagnostics.push(
+                    Diagnostic::new(
+                        "unsupported",
+                        format!("{}: {why}", pkg_dir.display()),
+                        "use a version of the package that has a server entry",
+                    )
+                    .at(pkg_dir.join("package.json")),
+                );
+                p
+            }
+        };
+        if let Some(pkg) = read_package_json(pkg_dir) {
+            apply_package_json(&mut p, &pkg, pkg_dir);
+            if let Some(range) = p.engines_opencode.clone() {
+                let ok = nodejs_semver::Range::parse(&range)
+                    .ok()
+                    .zip(nodejs_semver::Version::parse(OPENCODE_VERSION).ok())
+                    .map(|(r, v)| r.satisfies(&v));
+                if ok != Some(true) {
+                    p.blocked = Some(SourceState::IncompatibleVersion);
+                    p.diagnostics.push(Diagnostic::new(
+                        "incompatible-version",
+                        format!("Plugin requires opencode {range} but running {OPENCODE_VERSION}"),
+                        "use a version of the plugin made for OpenCode 1.18",
+                    ));
+                }
+            }
+        }
+        p
+    }
+
     fn read_file(&mut self, path: &Path) -> std::io::Result<CachedFile> {
         let meta = std::fs::metadata(path)?;
         if !meta.is_file() {
@@ -408,6 +554,8 @@ struct Pending {
     contents_unknown: bool,
     analysis_incomplete: bool,
     non_tool_exports: BTreeSet<String>,
+    /// A state discovery already knows the source ends in (no server entry, wrong engine).
+    blocked: Option<SourceState>,
     install_scripts: BTreeSet<String>,
     engines_opencode: Option<String>,
     digest: String,
@@ -498,6 +646,7 @@ fn finish(
         entry,
         spec,
         options,
+        npm: None,
         order,
         state: SourceState::PendingApproval,
         digest: p.digest,

@@ -200,6 +200,12 @@ impl Capabilities {
     }
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NpmRef {
+    pub name: String,
+    pub request: String,
+}
+
 /// One plugin, tool file or MCP server OpenCode would use, described without running it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Source {
@@ -217,6 +223,9 @@ pub struct Source {
     /// Options of a `[spec, options]` tuple.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<serde_json::Value>,
+    /// For npm plugins: the package name and the version, range or tag asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub npm: Option<NpmRef>,
     /// Position in OpenCode's load order (plugins) or tool scan order (tools).
     pub order: usize,
     pub state: SourceState,

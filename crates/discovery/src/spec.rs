@@ -83,9 +83,10 @@ fn parse_npm(raw: &str, base: &Path) -> PluginSpec {
                 "use a path inside the config folder, or a `./relative` path spec",
             );
         }
+        // npm runs elsewhere (Berth's data dir): hand it the absolute path.
         return PluginSpec::Npm {
             name: raw.to_string(),
-            request: raw.to_string(),
+            request: format!("file:{}", target.display()),
         };
     }
     let (name, request) = split_name(raw);

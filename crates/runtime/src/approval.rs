@@ -72,7 +72,12 @@ pub fn evaluate(
         backend: key.backend.clone(),
         domain: key.domain.clone(),
     };
-    if source.kind == SourceKind::Mcp || source.state == SourceState::Unsupported {
+    if source.kind == SourceKind::Mcp
+        || matches!(
+            source.state,
+            SourceState::Unsupported | SourceState::IncompatibleVersion
+        )
+    {
         return (source.state, view);
     }
     let state = match row {

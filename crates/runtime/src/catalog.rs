@@ -82,14 +82,78 @@ impl Berth {
     async fn activate_inner(&self) -> Activation {
         let mut act = Activation::default();
         // The gate reads the bytes as they are now, not a cached view.
-        let fresh = Scanner::new().scan(&self.options().env, &self.options().project);
-        let backend = approval::backend_for(&self.runtimes());
-        let mut cleared: HashMap<String, &berth_discovery::Source> = HashMap::new();
+        let mut fresh = self.fresh_scan();
+        // npm plugins approved before their bytes were known are prepared now (no code runs:
+        // install scripts are off), then judged again on what the package really contains.
+        let backend_now = approval::backend_for(&self.runtimes());
+        let mut prepared_any = false;
         for source in fresh
             .sources
             .iter()
-            .filter(|s| matches!(s.kind, SourceKind::StandaloneTool | SourceKind::FilePlugin))
+            .filter(|s| s.kind == SourceKind::NpmPlugin && s.capabilities.contents_unknown)
         {
+            let key = approval::key_for(source, self.domain(), backend_now);
+            let approved = self
+                .with_store(|s| s.current_approval(&key))
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.decision == berth_store::Decision::Allow);
+            let Some(npm) = &source.npm else { continue };
+            let (name, request) = (npm.name.as_str(), npm.request.as_str());
+            if !approved {
+                continue;
+            }
+            self.catalog()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .activity
+                .insert(source.id.clone(), SourceState::Preparing);
+            self.rescan();
+            let (data_dir, name, request) = (
+                self.options().data_dir.clone(),
+                name.to_string(),
+                request.to_string(),
+            );
+            let result = tokio::task::spawn_blocking(move || {
+                crate::deps::prepare_npm_plugin(&data_dir, &name, &request)
+            })
+            .await;
+            self.catalog()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .activity
+                .remove(&source.id);
+            match result {
+                Ok(Ok(_)) => prepared_any = true,
+                Ok(Err(e)) => act.problems.push(e.for_plugin(source.id.clone())),
+                Err(e) => act.problems.push(
+                    BerthError::new(
+                        code::DEPENDENCY_FAILED,
+                        "dependencies",
+                        e.to_string(),
+                        "retry",
+                    )
+                    .for_plugin(source.id.clone()),
+                ),
+            }
+        }
+        if prepared_any {
+            fresh = self.fresh_scan();
+        }
+        let backend = approval::backend_for(&self.runtimes());
+        let mut cleared: HashMap<String, &berth_discovery::Source> = HashMap::new();
+        // Only sources whose bytes are here and that OpenCode would load at all.
+        let loadable = |s: &&berth_discovery::Source| {
+            matches!(
+                s.kind,
+                SourceKind::StandaloneTool | SourceKind::FilePlugin | SourceKind::NpmPlugin
+            ) && !s.capabilities.contents_unknown
+                && !matches!(
+                    s.state,
+                    SourceState::Unsupported | SourceState::IncompatibleVersion
+                )
+        };
+        for source in fresh.sources.iter().filter(loadable) {
             let key = approval::key_for(source, self.domain(), backend);
             let row = self.with_store(|s| s.current_approval(&key)).ok().flatten();
             let Some(row) = row else { continue };
@@ -176,7 +240,7 @@ impl Berth {
             if already {
                 continue;
             }
-            let loading = if source.kind == SourceKind::FilePlugin {
+            let loading = if source.kind != SourceKind::StandaloneTool {
                 self.load_plugin(&host, source, backend).await
             } else {
                 self.load_tools(&host, source, backend)
@@ -257,7 +321,7 @@ impl Berth {
                         cat.tools.insert(t.name.clone(), t);
                     }
                     cat.hooks.retain(|h| h.source_id != id);
-                    if source.kind == SourceKind::FilePlugin {
+                    if source.kind != SourceKind::StandaloneTool {
                         cat.hooks.push(HookOwner {
                             source_id: id.clone(),
                             order: source.order,
@@ -286,6 +350,12 @@ impl Berth {
         act
     }
 
+    /// A scan that reads the bytes as they are now (no cache), including prepared packages.
+    fn fresh_scan(&self) -> berth_discovery::Discovery {
+        Scanner::with_packages(self.options().data_dir.join("packages"))
+            .scan(&self.options().env, &self.options().project)
+    }
+
     /// Imports one server plugin in `host` and runs its factories (OpenCode's module rules).
     /// Returns the tools it registered and the names of its hooks.
     async fn load_plugin(
@@ -300,8 +370,8 @@ impl Berth {
             "path": source.capabilities.files.first().map(|p| p.display().to_string()).unwrap_or_else(|| source.entry.clone()),
             "version": version,
             "options": source.options,
-            "kind": "file",
-            "packageName": null,
+            "kind": if source.kind == SourceKind::NpmPlugin { "npm" } else { "file" },
+            "packageName": source.npm.as_ref().map(|n| n.name.clone()),
             "context": { "directory": status.project.directory, "worktree": status.project.worktree },
         });
         let opts = CallOptions {

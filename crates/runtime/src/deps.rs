@@ -125,3 +125,92 @@ impl Drop for FileLock<'_> {
         unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
     }
 }
+
+/// Prepares one npm plugin package in `<data dir>/packages/<name@request>/` with npm, install
+/// scripts off, the user's spec after `--`. A package already there is used as it is: a
+/// `latest` is not re-resolved (OpenCode's behaviour; checking for updates is explicit).
+/// Returns the package folder (`…/node_modules/<name>`).
+pub fn prepare_npm_plugin(
+    data_dir: &Path,
+    name: &str,
+    request: &str,
+) -> Result<PathBuf, BerthError> {
+    let local = request.starts_with("file:");
+    if name == request && !local {
+        return Err(BerthError::new(code::UNSUPPORTED, "dependencies", format!("`{name}` is a git or tarball URL spec; Berth prepares registry and local `file:` packages only for now"), "use a registry version of the plugin (name@version)"));
+    }
+    let root = data_dir.join("packages");
+    let dir = berth_discovery::npm_install_dir(&root, name, request);
+    let pkg = berth_discovery::prepared_package_dir(&root, name, request);
+    let failed = |msg: String| {
+        BerthError::new(
+            code::DEPENDENCY_FAILED,
+            "dependencies",
+            msg,
+            "check the package name and version and the network, then approve again to retry",
+        )
+        .for_plugin(format!("{name}@{request}"))
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| failed(format!("cannot create {}: {e}", dir.display())))?;
+    let lock_file = std::fs::File::create(dir.join(".berth.lock"))
+        .map_err(|e| failed(format!("cannot create the install lock: {e}")))?;
+    let _guard = FileLock::acquire(&lock_file);
+    if pkg.join("package.json").is_file() {
+        return Ok(pkg);
+    }
+    if !dir.join("package.json").exists() {
+        std::fs::write(
+            dir.join("package.json"),
+            "{ \"name\": \"berth-plugin-slot\", \"private\": true }\n",
+        )
+        .map_err(|e| failed(e.to_string()))?;
+    }
+    let spec = if local {
+        request.to_string()
+    } else {
+        format!("{name}@{request}")
+    };
+    let out = Command::new("npm")
+        .args([
+            "install",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+            "--omit-lockfile-registry-resolved",
+            "--loglevel=error",
+            "--",
+        ])
+        .arg(&spec)
+        .current_dir(&dir)
+        .output()
+        .map_err(|e| failed(format!("cannot run npm: {e}")))?;
+    if !out.status.success() {
+        return Err(failed(format!(
+            "npm could not install {spec}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    if local {
+        // The package's own name is only known now: record it for discovery.
+        let slot: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join("package.json")).unwrap_or_default(),
+        )
+        .unwrap_or_default();
+        let real = slot["dependencies"]
+            .as_object()
+            .and_then(|d| d.keys().next().cloned())
+            .ok_or_else(|| failed("npm recorded no dependency".into()))?;
+        std::fs::write(dir.join(".berth-package"), &real).map_err(|e| failed(e.to_string()))?;
+    }
+    let pkg = berth_discovery::prepared_package_dir(&root, name, request);
+    if !pkg.join("package.json").is_file() {
+        return Err(failed(format!(
+            "npm finished but {} is missing",
+            pkg.display()
+        )));
+    }
+    tracing::info!(%spec, path = %pkg.display(), "npm plugin prepared");
+    Ok(pkg)
+}

@@ -101,7 +101,7 @@ impl Berth {
             inner: Arc::new(Inner {
                 store: Mutex::new(opened.store),
                 store_info,
-                scanner: Mutex::new(Scanner::new()),
+                scanner: Mutex::new(Scanner::with_packages(options.data_dir.join("packages"))),
                 runtimes,
                 domain: approval::execution_domain(),
                 current: RwLock::new(Arc::new(placeholder(&options))),

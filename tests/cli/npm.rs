@@ -1,0 +1,190 @@
+//! npm plugins: prepared in the data dir with npm and install scripts off, described from the
+//! bytes npm fetched, judged again on them, entry and `engines.opencode` rules as OpenCode.
+
+use crate::support::*;
+
+fn npm_sandbox(packages: &[&str], extra_specs: &[&str]) -> Sandbox {
+    let s = Sandbox::new();
+    let mut specs: Vec<String> = Vec::new();
+    for p in packages {
+        let dir = repo_root().join("fixtures/packages").join(p);
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            s.write(
+                &format!("project/vendor/{p}/{}", e.file_name().to_string_lossy()),
+                &std::fs::read_to_string(e.path()).unwrap(),
+            );
+        }
+        specs.push(format!("file:./vendor/{p}"));
+    }
+    specs.extend(extra_specs.iter().map(|x| x.to_string()));
+    s.write(
+        "project/opencode.json",
+        &serde_json::json!({ "plugin": specs }).to_string(),
+    );
+    s
+}
+
+fn run(s: &Sandbox, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut cmd = s.berth(args);
+    cmd.arg("--json")
+        .env("BERTH_TEST_MARKER", s.root.path().join("MARKER"));
+    parse_json_output(&cmd.output().unwrap())
+}
+
+fn source<'a>(v: &'a serde_json::Value, needle: &str) -> &'a serde_json::Value {
+    v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["spec"].as_str().unwrap().contains(needle))
+        .unwrap()
+}
+
+#[test]
+fn install_scripts_never_run_and_the_package_is_judged_on_its_bytes() {
+    let s = npm_sandbox(&["postinstall-marker"], &[]);
+    let (_, v) = run(&s, &["sources"]);
+    let src = source(&v, "postinstall-marker");
+    assert_eq!(
+        src["capabilities"]["contents_unknown"], true,
+        "nothing is downloaded before approval"
+    );
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    let (code, _) = run(&s, &["tools"]);
+    assert_eq!(code, 0);
+    assert!(
+        !s.root.path().join("MARKER").exists(),
+        "an install script ran"
+    );
+    assert!(
+        s.data_dir().join("packages").is_dir(),
+        "prepared in the data dir"
+    );
+    assert!(
+        !s.project().join("node_modules").exists()
+            && !s.project().join("package-lock.json").exists(),
+        "nothing written into the project"
+    );
+    let (_, v) = run(&s, &["sources"]);
+    assert_schema("sources", &v);
+    let src = source(&v, "postinstall-marker");
+    assert_eq!(src["capabilities"]["contents_unknown"], false);
+    assert_eq!(
+        src["capabilities"]["install_scripts"],
+        serde_json::json!(["postinstall", "preinstall"])
+    );
+    assert_eq!(src["capabilities"]["engines_opencode"], ">=1.0.0 <2");
+    assert_eq!(
+        src["state"], "pending-approval",
+        "what the bytes can do is shown before they run"
+    );
+    assert!(src["approval"]["grew"]
+        .to_string()
+        .contains("install scripts"));
+    // Approve what the package really is, then what it contributes: its hook runs.
+    for _ in 0..2 {
+        assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+        run(&s, &["tools"]);
+    }
+    let (code, v) = run(
+        &s,
+        &[
+            "hook",
+            "chat.params",
+            "--input",
+            "{}",
+            "--output",
+            r#"{"options":{}}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["output"]["options"]["fromPackage"], true);
+    assert!(!s.root.path().join("MARKER").exists());
+}
+
+#[test]
+fn engines_and_entry_rules_follow_opencode() {
+    let s = npm_sandbox(&["needs-newer-opencode", "exports-without-server"], &[]);
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    run(&s, &["tools"]);
+    let (_, v) = run(&s, &["sources"]);
+    assert_schema("sources", &v);
+    let newer = source(&v, "needs-newer-opencode");
+    assert_eq!(newer["state"], "incompatible-version");
+    assert!(newer["diagnostics"]
+        .to_string()
+        .contains("Plugin requires opencode >=2.0.0 but running 1.18.4"));
+    let tui = source(&v, "exports-without-server");
+    assert_eq!(tui["state"], "unsupported");
+    assert!(tui["diagnostics"].to_string().contains("no server entry"));
+}
+
+#[test]
+fn a_real_plugin_from_npm_is_prepared_judged_and_loaded() {
+    let s = npm_sandbox(&[], &["opencode-wakatime@1.3.9"]);
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    run(&s, &["tools"]);
+    let (_, v) = run(&s, &["sources"]);
+    let src = source(&v, "opencode-wakatime");
+    assert_eq!(src["state"], "pending-approval");
+    let grew = src["approval"]["grew"].to_string();
+    assert!(
+        grew.contains("node:child_process") && grew.contains("process.env"),
+        "{grew}"
+    );
+    for _ in 0..2 {
+        assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+        run(&s, &["tools"]);
+    }
+    let (_, v) = run(&s, &["sources"]);
+    let src = source(&v, "opencode-wakatime");
+    assert_eq!(src["approval"]["grew"], serde_json::json!([]), "{src}");
+    // Legacy module: `chat.message` and `event` are among what it registers.
+    let (code, v) = run(
+        &s,
+        &[
+            "hook",
+            "chat.message",
+            "--input",
+            r#"{"sessionID":"s"}"#,
+            "--output",
+            r#"{"message":{},"parts":[]}"#,
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
+fn negative_control_npm_with_scripts_on_does_run_the_fixtures_install_script() {
+    // Proves the fixture above would have written its marker had scripts been on.
+    let s = npm_sandbox(&["postinstall-marker"], &[]);
+    let slot = s.root.path().join("slot");
+    std::fs::create_dir_all(&slot).unwrap();
+    std::fs::write(
+        slot.join("package.json"),
+        r#"{"name":"slot","private":true}"#,
+    )
+    .unwrap();
+    let marker = s.root.path().join("MARKER");
+    let ok = std::process::Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--",
+        ])
+        .arg(format!(
+            "file:{}",
+            s.project().join("vendor/postinstall-marker").display()
+        ))
+        .current_dir(&slot)
+        .env("BERTH_TEST_MARKER", &marker)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    assert!(std::fs::read_to_string(&marker)
+        .unwrap()
+        .contains("install ran"));
+}

@@ -158,6 +158,9 @@ describe("approval panel against the real server", () => {
   }
   const row = (id) => page.locator(`[data-testid=source][data-source-id="${id}"]`)
   const rowIn = (id, state) => page.locator(`[data-testid=source][data-source-id="${id}"][data-state="${state}"]`)
+  /** An approved source: `discovered` until the server has loaded it, `active` once it has. */
+  const rowApproved = (id) =>
+    page.locator(`[data-testid=source][data-source-id="${id}"]:is([data-state="discovered"], [data-state="active"])`)
   const badge = () => page.getByTestId("pending-badge")
   const badgeCount = async () => Number(await badge().getAttribute("data-count"))
   /** Waits until the page shows the server's snapshot (at least revision `rev`). */
@@ -265,7 +268,7 @@ describe("approval panel against the real server", () => {
     } finally {
       release()
     }
-    await rowIn(id, "discovered").waitFor({ timeout: WAIT })
+    await rowApproved(id).waitFor({ timeout: WAIT })
     await page.unroute("**/api/approve")
     await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before - 1, {
       timeout: WAIT,
@@ -278,7 +281,8 @@ describe("approval panel against the real server", () => {
     assert.equal(await row(id).getByTestId("decided-at").count(), 1)
     assert.equal(await row(id).getByTestId("approval-panel").count(), 0)
     assert.equal(await row(id).getByTestId("decision-progress").count(), 0)
-    assert.equal(await row(id).getByTestId("state").innerText(), "Approved")
+    // The server loads an approved plugin in the background: "Approved" until it runs, then "Active".
+    assert.match(await row(id).getByTestId("state").innerText(), /^(Approved|Active)$/)
     // Focus stayed with the source: on its Revoke button now that Allow is gone.
     assert.deepEqual(await focused(), { action: "deny", source: id })
     assert.match(await row(id).locator("button[data-action=deny]").innerText(), /Revoke/)
@@ -349,7 +353,7 @@ describe("approval panel against the real server", () => {
     const started = Date.now()
     const out = berth(machine, ["approve", id])
     assert.ok(JSON.stringify(out).includes(id), JSON.stringify(out))
-    await rowIn(id, "discovered").waitFor({ timeout: LIVE_WAIT })
+    await rowApproved(id).waitFor({ timeout: LIVE_WAIT })
     const took = Date.now() - started
     await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before - 1, {
       timeout: LIVE_WAIT,
@@ -388,7 +392,20 @@ describe("approval panel against the real server", () => {
 
     mkdirSync(artifacts, { recursive: true })
     const path = join(artifacts, "approval-panel.png")
-    await row(id).screenshot({ path })
+    // The row may be re-rendered by a live event at any moment: capture its box from the page.
+    // A live event may re-render the row between two calls: retry until one capture holds.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await row(id).scrollIntoViewIfNeeded()
+        const box = await row(id).boundingBox()
+        if (!box) throw new Error("the row was re-rendered")
+        await page.screenshot({ path, clip: box })
+        break
+      } catch (e) {
+        if (attempt >= 10) throw e
+        await page.waitForTimeout(100)
+      }
+    }
     assert.ok(existsSync(path))
     await page.screenshot({ path: join(artifacts, "approval-page.png"), fullPage: true })
     assert.deepEqual(problems, [])

@@ -339,3 +339,28 @@ fn killing_berth_mid_call_leaves_an_unknown_receipt_that_is_never_replayed() {
         "the call was replayed"
     );
 }
+
+#[test]
+fn a_memory_blow_up_ends_that_call_as_worker_lost_and_the_next_call_works() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    let mut cmd = s.berth(&["invoke", "faults_eats_memory", "--json"]);
+    cmd.env("BERTH_HOST_MEMORY_MB", "300");
+    let started = Instant::now();
+    let (code, r) = parse_json_output(&cmd.output().unwrap());
+    assert_eq!(code, 1);
+    assert_eq!(r["error"]["code"], "worker-lost", "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("budget"),
+        "{r}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let counter = s.root.path().join("count.txt");
+    let (code, r) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_count",
+        serde_json::json!({ "file": path_arg(&counter) }),
+        &[],
+    );
+    assert_eq!(code, 0, "{r}");
+}

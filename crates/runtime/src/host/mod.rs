@@ -37,6 +37,19 @@ pub const QUEUE_LIMIT: usize = 64;
 /// Crashes within [`RESTART_WINDOW`] after which a backend is paused.
 pub const RESTART_BUDGET: usize = 3;
 pub const RESTART_WINDOW: Duration = Duration::from_secs(300);
+/// How often a busy host's memory is checked.
+const MEMORY_CHECK_EVERY: Duration = Duration::from_millis(100);
+
+/// The resident memory a host may use (`BERTH_HOST_MEMORY_MB`, default 2048 MiB); a host over
+/// it is stopped and its calls fail as lost (never replayed).
+pub fn memory_budget() -> u64 {
+    std::env::var("BERTH_HOST_MEMORY_MB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(2048)
+        << 20
+}
+
 /// Bytes of the host's stdout/stderr kept for diagnostics (the rest is counted and dropped).
 const LOG_KEEP: usize = 64 * 1024;
 
@@ -337,8 +350,20 @@ impl Host {
         let deadline = tokio::time::sleep(opts.timeout);
         tokio::pin!(deadline);
         let mut ack_checked = false;
+        // Memory is watched only while a call is in flight (an idle host costs nothing).
+        let mut memory_check = tokio::time::interval_at(
+            tokio::time::Instant::now() + MEMORY_CHECK_EVERY,
+            MEMORY_CHECK_EVERY,
+        );
+        memory_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let outcome = loop {
             tokio::select! {
+                _ = memory_check.tick() => {
+                    let rss = procs::rss_bytes(self.pid);
+                    if rss > memory_budget() {
+                        self.kill(&format!("it used {} MiB, over its {} MiB budget", rss >> 20, memory_budget() >> 20));
+                    }
+                }
                 r = &mut rx => break r.unwrap_or_else(|_| Err(CallError::new(opts.lost_code, "the plugin host stopped; the call was not repeated"))),
                 _ = &mut ack_deadline, if !ack_checked => {
                     ack_checked = true;

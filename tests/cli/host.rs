@@ -242,6 +242,7 @@ fn each_fault_ends_in_its_own_code() {
         ("faults_exits", "worker-lost"),
         ("faults_floods_output", "invalid-response"),
         ("faults_plain_object", "invalid-response"),
+        ("faults_oversized_frame", "invalid-response"),
         ("faults_throws", "plugin-failed"),
     ] {
         let (code, r) = invoke(&s, Backend::Bun, tool, serde_json::json!({}), &[]);

@@ -47,7 +47,9 @@ fn status(berth: tauri::State<'_, Berth>) -> Arc<StatusSnapshot> {
 fn report_first_paint() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        if let (Some(file), Some(start)) = (std::env::var_os("BERTH_FIRST_PAINT_FILE"), STARTED.get()) {
+        if let (Some(file), Some(start)) =
+            (std::env::var_os("BERTH_FIRST_PAINT_FILE"), STARTED.get())
+        {
             let _ = std::fs::write(file, format!("{}\n", start.elapsed().as_millis()));
         }
     });

@@ -188,9 +188,11 @@ impl Scanner {
                 }
                 _ => {}
             }
-            let mut s = Pending::default();
-            s.digest = digest;
-            s.capabilities = caps;
+            let mut s = Pending {
+                digest,
+                capabilities: caps,
+                ..Pending::default()
+            };
             s.diagnostics.push(Diagnostic::new(
                 "unsupported",
                 format!(

@@ -222,27 +222,6 @@ pub fn gate(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn growth_names_exactly_what_grew() {
-        let mut a = Capabilities::default();
-        a.network.insert("fetch".into());
-        let mut b = a.clone();
-        assert!(growth(&a, &b).is_empty());
-        b.process.insert("Bun.spawn".into());
-        b.network.insert("fetch".into());
-        assert_eq!(
-            growth(&a, &b),
-            vec!["starts programs: Bun.spawn".to_string()]
-        );
-        // Shrinking is not growth.
-        assert!(growth(&b, &a).is_empty());
-    }
-}
-
 /// Contributions observed after import that the approval did not show, in plain words.
 pub fn unapproved_contributions(
     shown: &serde_json::Value,
@@ -292,4 +271,25 @@ pub fn unapproved_contributions(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_names_exactly_what_grew() {
+        let mut a = Capabilities::default();
+        a.network.insert("fetch".into());
+        let mut b = a.clone();
+        assert!(growth(&a, &b).is_empty());
+        b.process.insert("Bun.spawn".into());
+        b.network.insert("fetch".into());
+        assert_eq!(
+            growth(&a, &b),
+            vec!["starts programs: Bun.spawn".to_string()]
+        );
+        // Shrinking is not growth.
+        assert!(growth(&b, &a).is_empty());
+    }
 }

@@ -543,7 +543,7 @@ impl Berth {
             })
         })?;
         if let Accepted::Existing(r) = accepted {
-            return Ok(r);
+            return Ok(*r);
         }
         let sup = self.supervisor().await?;
         let host = sup.host(entry.provider.backend).await?;

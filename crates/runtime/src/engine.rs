@@ -76,10 +76,10 @@ impl Berth {
             )
         })?;
         let opened = Store::open(&options.data_dir.join("berth.db"))?;
-        let moved_aside = match &opened.recovery {
-            Some(Recovery::MovedAsideCorrupt { moved_to }) => Some(moved_to.clone()),
-            None => None,
-        };
+        let moved_aside = opened
+            .recovery
+            .as_ref()
+            .map(|Recovery::MovedAsideCorrupt { moved_to }| moved_to.clone());
         let store_info = StoreInfo {
             path: opened.store.path().to_path_buf(),
             schema_version: opened.store.schema_version()?,

@@ -79,7 +79,7 @@ pub struct NewReceipt<'a> {
 pub enum Accepted {
     New,
     /// The idempotency key was used before: this is that call's receipt; do not run again.
-    Existing(Receipt),
+    Existing(Box<Receipt>),
 }
 
 const COLUMNS: &str = "receipt_id, idempotency_key, tool, source_id, status, args_digest, title, output, metadata_json, error_code, error_message, created_at_ms, updated_at_ms";
@@ -128,7 +128,7 @@ impl Store {
         let existing = self
             .receipt_by_key(key)?
             .ok_or_else(|| self.err(rusqlite::Error::QueryReturnedNoRows))?;
-        Ok(Accepted::Existing(existing))
+        Ok(Accepted::Existing(Box::new(existing)))
     }
 
     pub fn receipt_by_key(&self, key: &str) -> Result<Option<Receipt>, StoreError> {

@@ -342,5 +342,6 @@ fn bare_echo_us(runtime: &Path) -> f64 {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     pct(&mut s, 0.5)
 }

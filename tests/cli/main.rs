@@ -10,6 +10,7 @@ mod host;
 mod ledger;
 mod npm;
 mod oracle_discovery;
+mod oracle_hooks;
 mod oracle_tools;
 mod plugins;
 mod serve;

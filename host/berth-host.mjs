@@ -409,7 +409,9 @@ async function hookChain({ name, instances, input, output }) {
         continue
       }
       try {
-        await fn(input, output)
+        // `config` receives the live config object alone (OpenCode calls `config(cfg)`).
+        if (name === "config") await fn(output)
+        else await fn(input, output)
       } catch (e) {
         if (LOG_ONLY.has(name)) {
           steps.push({ instance, ok: false, error: String(e?.message ?? e) })

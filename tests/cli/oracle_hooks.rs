@@ -40,19 +40,36 @@ fn hooks_sandbox(order: &[&str]) -> Sandbox {
             );
         }
     }
-    let specs: Vec<String> = order
+    // The fixture's own config (model, provider), with the plugin list in the order asked for.
+    let mut config: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("fixtures/hooks/project/opencode.json")).unwrap(),
+    )
+    .unwrap();
+    config["plugin"] = order
         .iter()
-        .map(|p| format!("./.opencode/lib/hook-{p}.ts"))
+        .map(|p| Value::from(format!("./.opencode/lib/hook-{p}.ts")))
         .collect();
-    s.write(
-        "project/opencode.json",
-        &serde_json::json!({ "plugin": specs }).to_string(),
-    );
+    s.write("project/opencode.json", &config.to_string());
     for _ in 0..2 {
         assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
         assert_eq!(s.run_json(&["tools"]).0, 0);
     }
     s
+}
+
+/// The `config` hook calls Berth makes when it activates the plugins.
+fn berth_config_calls(s: &Sandbox) -> Vec<Value> {
+    let log = s.root.path().join("config-hooks.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let mut cmd = s.berth(&["tools", "--json"]);
+    cmd.env("BERTH_ORACLE_HOOK_LOG", &log);
+    assert!(cmd.output().unwrap().status.success());
+    std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["hook"] == "config")
+        .collect()
 }
 
 /// Runs one hook in Berth; returns the final output and the steps the plugins logged.
@@ -71,10 +88,12 @@ fn berth_chain(s: &Sandbox, hook: &str, input: &Value, output: &Value) -> (Value
     cmd.env("BERTH_ORACLE_HOOK_LOG", &log);
     let (code, v) = parse_json_output(&cmd.output().unwrap());
     assert_eq!(code, 0, "{v}");
+    // Only this hook's steps (activation also runs the `config` hooks, which log too).
     let steps = std::fs::read_to_string(&log)
         .unwrap_or_default()
         .lines()
-        .map(|l| serde_json::from_str(&same_placeholders(l)).unwrap())
+        .map(|l| serde_json::from_str::<Value>(&same_placeholders(l)).unwrap())
+        .filter(|v| v["hook"] == hook)
         .collect();
     (
         serde_json::from_str(&same_placeholders(&v["output"].to_string())).unwrap(),
@@ -186,6 +205,23 @@ fn hook_chains_match_real_opencode_step_by_step() {
     let s = hooks_sandbox(&["p1", "p2", "p3"]);
     if let Err(d) = compare(&rec, &s) {
         panic!("{}", d.join("\n"));
+    }
+}
+
+#[test]
+fn config_hooks_run_once_in_plugin_order_over_the_merged_config_as_in_opencode() {
+    let rec = recorded();
+    let s = hooks_sandbox(&["p1", "p2", "p3"]);
+    let ours = berth_config_calls(&s);
+    let theirs: Vec<&Value> = rec["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["hook"] == "config")
+        .collect();
+    assert_eq!(ours.len(), theirs.len(), "{ours:?}");
+    for (b, o) in ours.iter().zip(&theirs) {
+        assert_eq!(b, *o, "config call of {}", o["plugin"]);
     }
 }
 

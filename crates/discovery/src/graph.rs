@@ -156,6 +156,39 @@ pub struct ConfigGraph {
     pub pure: Switch,
     /// External plugins left out because of the pure switch.
     pub withheld_by_pure: usize,
+    /// The merged configuration (later files deep-merged over earlier ones, arrays replaced,
+    /// `instructions` unioned), with `plugin` set to the final list: what a `config` hook gets.
+    pub merged: Value,
+}
+
+/// Deep merge as OpenCode layers its config: objects merge key by key, arrays and scalars are
+/// replaced, except `instructions`, whose entries are unioned.
+pub fn deep_merge(into: &mut Value, from: &Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(k) {
+                    Some(existing)
+                        if k == "instructions" && existing.is_array() && v.is_array() =>
+                    {
+                        let list = existing.as_array_mut().unwrap();
+                        for item in v.as_array().unwrap() {
+                            if !list.contains(item) {
+                                list.push(item.clone());
+                            }
+                        }
+                    }
+                    Some(existing) if existing.is_object() && v.is_object() => {
+                        deep_merge(existing, v)
+                    }
+                    _ => {
+                        a.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v.clone(),
+    }
 }
 
 /// Finds the git worktree as OpenCode does: the nearest ancestor holding `.git`.
@@ -180,6 +213,7 @@ impl ConfigGraph {
         };
         let mut b = Builder {
             env,
+            merged: Value::Object(Default::default()),
             merged_plugins: None,
             project_root,
             origins: Vec::new(),
@@ -320,7 +354,31 @@ impl ConfigGraph {
             mcp.retain(|e| e.name != entry.name);
             mcp.push(entry);
         }
+        let mut merged = b.merged;
+        merged["plugin"] = Value::Array(
+            plugins
+                .iter()
+                .map(|p| match &p.options {
+                    Some(o) => serde_json::json!([p.listed_as, o]),
+                    None => Value::String(p.listed_as.clone()),
+                })
+                .collect(),
+        );
+        merged["plugin_origins"] = Value::Array(
+            plugins
+                .iter()
+                .map(|p| {
+                    let scope = if p.scope == Scope::Global {
+                        "global"
+                    } else {
+                        "local"
+                    };
+                    serde_json::json!({ "spec": p.listed_as, "source": p.source, "scope": scope })
+                })
+                .collect(),
+        );
         ConfigGraph {
+            merged,
             directory,
             worktree,
             has_git,
@@ -454,6 +512,8 @@ fn dedupe(origins: Vec<PluginOrigin>) -> Vec<PluginOrigin> {
 
 struct Builder<'e> {
     env: &'e OpencodeEnv,
+    /// Every parsed document merged in apply order.
+    merged: Value,
     /// While reading the files of one merged layer: the `plugin` array that wins so far.
     merged_plugins: Option<Option<(Vec<Value>, PathBuf)>>,
     project_root: PathBuf,
@@ -559,6 +619,9 @@ impl Builder<'_> {
                 return;
             }
         };
+        if value.is_object() {
+            deep_merge(&mut self.merged, &value);
+        }
         let Value::Object(map) = value else {
             if !value.is_null() {
                 self.diagnostics.push(

@@ -217,6 +217,7 @@ impl Berth {
                 }
             }
         }
+        let mut newly_loaded_plugins = 0usize;
         // Tool files first, then plugins in OpenCode's load order (hook order follows it).
         let mut cleared: Vec<(String, &berth_discovery::Source)> = cleared.into_iter().collect();
         cleared.sort_by_key(|(_, s)| (s.kind != SourceKind::StandaloneTool, s.order));
@@ -322,6 +323,7 @@ impl Berth {
                     }
                     cat.hooks.retain(|h| h.source_id != id);
                     if source.kind != SourceKind::StandaloneTool {
+                        newly_loaded_plugins += 1;
                         cat.hooks.push(HookOwner {
                             source_id: id.clone(),
                             order: source.order,
@@ -337,6 +339,21 @@ impl Berth {
                     cat.loaded.remove(&id);
                     act.problems.push(e.for_plugin(id.clone()));
                 }
+            }
+        }
+        // After every plugin is constructed, all `config` hooks run once over the merged config,
+        // in plugin order (OpenCode only logs their failures).
+        if newly_loaded_plugins > 0 {
+            match self
+                .run_chain("config", Value::Null, fresh.graph.merged.clone(), None)
+                .await
+            {
+                Ok(cfg) => *self.effective_config_slot() = Some(cfg),
+                Err(e) => tracing::warn!(
+                    plugin = e.plugin.as_deref().unwrap_or(""),
+                    "config hook failed: {}",
+                    e.message
+                ),
             }
         }
         act.tools = self
@@ -414,6 +431,20 @@ impl Berth {
         timeout: Option<Duration>,
     ) -> Result<Value, BerthError> {
         let act = self.activate().await;
+        if let Some(p) = act.problems.first() {
+            tracing::debug!(plugin = p.plugin.as_deref().unwrap_or(""), "{}", p.message);
+        }
+        self.run_chain(name, input, output, timeout).await
+    }
+
+    /// One chain over the plugins active now (no activation first).
+    async fn run_chain(
+        &self,
+        name: &str,
+        input: Value,
+        output: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, BerthError> {
         let instances: Vec<String> = {
             let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
             cat.hooks
@@ -423,9 +454,6 @@ impl Berth {
                 .collect()
         };
         if instances.is_empty() {
-            if let Some(p) = act.problems.into_iter().next() {
-                tracing::warn!(plugin = p.plugin.as_deref().unwrap_or(""), "{}", p.message);
-            }
             return Ok(output);
         }
         let backend = approval::backend_for(&self.runtimes());

@@ -56,6 +56,8 @@ struct Inner {
     /// Started on first use (needs a tokio runtime); owns every plugin host.
     supervisor: tokio::sync::OnceCell<Arc<HostSupervisor>>,
     catalog: Mutex<Catalog>,
+    /// The merged config after the `config` hooks ran (what plugins changed in it).
+    effective_config: Mutex<Option<serde_json::Value>>,
 }
 
 impl Berth {
@@ -109,6 +111,7 @@ impl Berth {
                 events,
                 supervisor: tokio::sync::OnceCell::new(),
                 catalog: Mutex::new(Catalog::default()),
+                effective_config: Mutex::new(None),
                 options,
             }),
         };
@@ -122,6 +125,20 @@ impl Berth {
 
     pub(crate) fn runtimes(&self) -> Vec<RuntimeInfo> {
         self.inner.runtimes.clone()
+    }
+
+    pub(crate) fn effective_config_slot(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Option<serde_json::Value>> {
+        self.inner
+            .effective_config
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The merged config as the `config` hooks left it (None until a plugin was loaded).
+    pub fn effective_config(&self) -> Option<serde_json::Value> {
+        self.effective_config_slot().clone()
     }
 
     pub(crate) fn catalog(&self) -> &Mutex<Catalog> {

@@ -344,28 +344,69 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
 }
 
 
+const OPENCODE_VERSION = "1.18.4"
+
+/** What to use instead, for the client groups Berth does not serve yet. */
+const ALTERNATIVES = {
+  tui: "show messages with client.app.log; Berth's app shows plugin messages in its log",
+  session: "Berth runs no OpenCode sessions; use tool context (ctx.sessionID, ctx.messages) inside tools",
+  config: "read your options from the plugin's second argument",
+  auth: "credentials are stored by Berth's approval flow (not yet available to plugins)",
+}
+
+/**
+ * The v1 SDK client (`@opencode-ai/sdk` 1.18.4) as Berth serves it: `app.log` goes to Berth's
+ * log; every other method answers, without throwing (hey-api style `{ data, error }`), a
+ * stable `unsupported` error naming the method, the OpenCode version, the plugin and what to do
+ * instead. Writes never pretend to succeed; unknown methods never crash, hang or loop.
+ */
+function makeClient(instance) {
+  const warned = new Set()
+  const supported = {
+    "app.log": async (options) => {
+      const body = options?.body ?? {}
+      const message = `${body.service ? `[${body.service}] ` : ""}${String(body.message ?? "")}`
+      send({ t: "note", v: PROTOCOL_VERSION, instance, level: String(body.level ?? "info"), message })
+      return { data: true, error: undefined }
+    },
+  }
+  const unsupported = (path) => async () => {
+    const group = path.split(".")[0]
+    if (!warned.has(path)) {
+      warned.add(path)
+      process.stderr.write(`berth-host: ${instance} called client.${path}, which Berth does not support\n`)
+    }
+    return {
+      data: undefined,
+      error: {
+        name: "UnsupportedError",
+        code: "unsupported",
+        method: path,
+        opencodeVersion: OPENCODE_VERSION,
+        plugin: instance,
+        message: `client.${path} (OpenCode ${OPENCODE_VERSION} API) is not supported by Berth; plugin ${instance}`,
+        alternative: ALTERNATIVES[group] ?? "none yet; the plugin should treat this call as unavailable",
+      },
+      response: undefined,
+    }
+  }
+  const node = (path) =>
+    new Proxy(function () {}, {
+      apply(_t, _this, args) {
+        return supported[path] ? supported[path](...args) : unsupported(path)()
+      },
+      get(_t, key) {
+        if (typeof key !== "string" || key === "then" || key === "toJSON") return undefined
+        return node(path ? `${path}.${key}` : key)
+      },
+    })
+  return node("")
+}
+
 /** The `PluginInput` OpenCode passes a factory, as far as Berth provides it today. */
 function pluginInput(instance, context = {}) {
-  const unsupported = (method) => async () => ({
-    data: undefined,
-    error: { name: "unsupported", message: `client.${method} is not supported by Berth yet (OpenCode 1.18.4 API); plugin ${instance}` },
-  })
-  const client = new Proxy(
-    {},
-    {
-      get(_t, group) {
-        if (typeof group !== "string" || group === "then") return undefined
-        return new Proxy(unsupported(group), {
-          get(_f, method) {
-            if (typeof method !== "string" || method === "then") return undefined
-            return unsupported(`${group}.${method}`)
-          },
-        })
-      },
-    },
-  )
   return {
-    client,
+    client: makeClient(instance),
     project: { id: "global", worktree: context.worktree, vcs: "git", time: { created: Date.now() } },
     directory: context.directory,
     worktree: context.worktree,

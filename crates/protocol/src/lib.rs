@@ -83,6 +83,14 @@ pub enum FromHost {
         #[serde(default)]
         error: Option<WireError>,
     },
+    /// A message a plugin addressed to the person (`client.app.log`), for Berth's log and
+    /// diagnostics. No answer is expected.
+    Note {
+        v: u32,
+        instance: String,
+        level: String,
+        message: String,
+    },
     /// `ctx.metadata({title, metadata})` from a running tool.
     Meta {
         v: u32,

@@ -489,6 +489,21 @@ impl Host {
                 }
             }
             FromHost::Hello { .. } => self.drop_frame("second hello", 0),
+            FromHost::Note {
+                instance,
+                level,
+                message,
+                ..
+            } => {
+                // Bounded: a plugin cannot grow the log without limit through this lane.
+                let message: String = message.chars().take(2000).collect();
+                match level.as_str() {
+                    "error" => tracing::error!(plugin = %instance, "{message}"),
+                    "warn" => tracing::warn!(plugin = %instance, "{message}"),
+                    "debug" => tracing::debug!(plugin = %instance, "{message}"),
+                    _ => tracing::info!(plugin = %instance, "{message}"),
+                }
+            }
         }
     }
 

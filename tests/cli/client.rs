@@ -1,0 +1,137 @@
+//! The plugin's `client`: every method of the published v1 SDK client (`@opencode-ai/sdk`
+//! 1.18.4, read from its type definitions at test time, not from Berth's own table) either
+//! works or answers a stable `unsupported` error naming the method, the OpenCode version, the
+//! plugin and an alternative — never a throw, a hang or a fake success.
+
+use std::collections::BTreeMap;
+
+use crate::support::*;
+
+/// Method paths of `OpencodeClient`, from `dist/gen/sdk.gen.d.ts`.
+fn sdk_methods() -> Vec<String> {
+    let dts = std::fs::read_to_string(
+        repo_root().join(".tools/host-deps/node_modules/@opencode-ai/sdk/dist/gen/sdk.gen.d.ts"),
+    )
+    .expect("run scripts/setup: the SDK typings come with the host dependencies");
+    let mut classes: BTreeMap<String, (Vec<String>, Vec<(String, String)>)> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in dts.lines() {
+        if let Some(rest) = line
+            .strip_prefix("declare class ")
+            .or_else(|| line.strip_prefix("export declare class "))
+        {
+            current = rest.split_whitespace().next().map(str::to_string);
+            classes.entry(current.clone().unwrap()).or_default();
+            continue;
+        }
+        if line.starts_with('}') {
+            current = None;
+            continue;
+        }
+        let Some(class) = &current else { continue };
+        let trimmed = line.trim_start();
+        if line.len() - trimmed.len() != 4 {
+            continue;
+        }
+        if let Some((name, _)) = trimmed.split_once("<ThrowOnError") {
+            classes.get_mut(class).unwrap().0.push(name.to_string());
+        } else if let Some((name, ty)) = trimmed.strip_suffix(';').and_then(|t| t.split_once(": "))
+        {
+            if ty.chars().next().is_some_and(char::is_uppercase) && !name.contains('(') {
+                classes
+                    .get_mut(class)
+                    .unwrap()
+                    .1
+                    .push((name.to_string(), ty.to_string()));
+            }
+        }
+    }
+    fn walk(
+        classes: &BTreeMap<String, (Vec<String>, Vec<(String, String)>)>,
+        class: &str,
+        prefix: &str,
+        out: &mut Vec<String>,
+    ) {
+        let Some((methods, groups)) = classes.get(class) else {
+            return;
+        };
+        for m in methods {
+            out.push(format!("{prefix}{m}"));
+        }
+        for (name, ty) in groups {
+            walk(classes, ty, &format!("{prefix}{name}."), out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&classes, "OpencodeClient", "", &mut out);
+    out
+}
+
+#[test]
+fn every_sdk_client_method_works_or_answers_a_stable_unsupported_error() {
+    let methods = sdk_methods();
+    assert!(
+        methods.len() >= 70,
+        "the inventory looks incomplete: {methods:?}"
+    );
+    assert!(
+        methods.contains(&"session.prompt".to_string())
+            && methods.contains(&"provider.oauth.authorize".to_string())
+    );
+
+    let s = Sandbox::new();
+    s.write(
+        "project/.opencode/plugins/client-inventory.ts",
+        &std::fs::read_to_string(repo_root().join("fixtures/plugins/client-inventory.ts")).unwrap(),
+    );
+    let out = s.root.path().join("client.json");
+    let list = serde_json::to_string(&methods).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = s.berth(args);
+        cmd.arg("--json")
+            .env("BERTH_TEST_CLIENT_METHODS", &list)
+            .env("BERTH_TEST_CLIENT_OUT", &out);
+        parse_json_output(&cmd.output().unwrap())
+    };
+    assert_eq!(run(&["approve", "--all"]).0, 0);
+    let started = std::time::Instant::now();
+    assert_eq!(run(&["tools"]).0, 0);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "a client call hung"
+    );
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).expect("the factory ran to the end"))
+            .unwrap();
+
+    assert_eq!(
+        results["app.log"]["data"], true,
+        "app.log is served (Berth's log)"
+    );
+    let log = std::fs::read_to_string(s.data_dir().join("logs/berth.log")).unwrap();
+    assert!(
+        log.contains("hello from client-inventory"),
+        "app.log reached Berth's log"
+    );
+    for m in methods
+        .iter()
+        .filter(|m| *m != "app.log")
+        .chain(std::iter::once(&"nope.nothing".to_string()))
+    {
+        let r = &results[m.as_str()];
+        assert!(r.get("threw").is_none(), "{m} threw: {r}");
+        assert!(r["data"].is_null(), "{m} pretended to succeed: {r}");
+        let e = &r["error"];
+        assert_eq!(e["code"], "unsupported", "{m}: {r}");
+        assert_eq!(e["method"], m.as_str());
+        assert_eq!(e["opencodeVersion"], "1.18.4");
+        assert!(
+            e["plugin"]
+                .as_str()
+                .unwrap()
+                .starts_with("plugin-client-inventory"),
+            "{m}: {r}"
+        );
+        assert!(!e["alternative"].as_str().unwrap().is_empty());
+    }
+}

@@ -7,13 +7,16 @@ use std::collections::BTreeMap;
 
 use crate::support::*;
 
+/// Per class of the typings: its methods, and its sub-groups as (property, class).
+type Classes = BTreeMap<String, (Vec<String>, Vec<(String, String)>)>;
+
 /// Method paths of `OpencodeClient`, from `dist/gen/sdk.gen.d.ts`.
 fn sdk_methods() -> Vec<String> {
     let dts = std::fs::read_to_string(
         repo_root().join(".tools/host-deps/node_modules/@opencode-ai/sdk/dist/gen/sdk.gen.d.ts"),
     )
     .expect("run scripts/setup: the SDK typings come with the host dependencies");
-    let mut classes: BTreeMap<String, (Vec<String>, Vec<(String, String)>)> = BTreeMap::new();
+    let mut classes: Classes = BTreeMap::new();
     let mut current: Option<String> = None;
     for line in dts.lines() {
         if let Some(rest) = line

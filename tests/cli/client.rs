@@ -49,12 +49,7 @@ fn sdk_methods() -> Vec<String> {
             }
         }
     }
-    fn walk(
-        classes: &BTreeMap<String, (Vec<String>, Vec<(String, String)>)>,
-        class: &str,
-        prefix: &str,
-        out: &mut Vec<String>,
-    ) {
+    fn walk(classes: &Classes, class: &str, prefix: &str, out: &mut Vec<String>) {
         let Some((methods, groups)) = classes.get(class) else {
             return;
         };

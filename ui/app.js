@@ -134,6 +134,9 @@
   // Page state
 
   let current = null; // the snapshot on screen
+  // Lookups into the snapshot on screen, made once per render: sources by id, and the host
+  // process that runs each source.
+  let view = { sourceById: new Map(), hostBySource: new Map() };
   const openState = Object.create(null); // <details> the person opened or closed, by key
 
   // Decisions sent from this page, by source id: { action, phase: 'sending' | 'sent' | 'error',
@@ -168,6 +171,7 @@
     const sources = arr(snap.sources);
     settleDecisions(sources);
     const focus = rememberFocus(app);
+    view = lookups(snap, sources);
 
     renderHeader(snap, sources);
     const parts = [
@@ -175,6 +179,8 @@
       renderSummary(snap, sources),
       renderGlobalDiagnostics(snap),
       sources.length ? renderSources(sources) : renderEmpty(),
+      renderTools(snap),
+      renderHosts(snap),
       renderLookedAt(snap, sources.length === 0),
       renderRuntimes(snap),
     ];
@@ -188,18 +194,35 @@
     document.body.dataset.ready = '1';
   }
 
+  function lookups(snap, sources) {
+    const sourceById = new Map();
+    for (const s of sources) sourceById.set(str(obj(s).id), obj(s));
+    const hostBySource = new Map();
+    for (const h of arr(snap.hosts).map(obj)) {
+      for (const id of arr(h.instances)) if (!hostBySource.has(str(id))) hostBySource.set(str(id), h);
+    }
+    return { sourceById, hostBySource };
+  }
+
+  /** A source waiting for the person: before it is loaded, or for what it registers. */
+  const isAsking = (s) => obj(s).state === 'pending-approval' || obj(s).state === 'pending-activation';
+
   function renderHeader(snap, sources) {
-    const pending = sources.filter((s) => obj(s).state === 'pending-approval').length;
+    const asking = sources.filter(isAsking);
+    const pending = asking.length;
+    const activations = asking.filter((s) => obj(s).state === 'pending-activation').length;
+    const waitingFor = activations === 0 ? 'waiting for approval'
+      : activations === pending ? 'waiting for activation' : 'waiting for your decision';
     const badge = document.querySelector('[data-testid=pending-badge]');
     if (badge) {
       badge.dataset.count = String(pending);
       badge.hidden = pending === 0;
       badge.replaceChildren(
         el('span', { className: 'pending-badge-count', text: pending }),
-        el('span', { className: 'pending-badge-text', text: 'waiting for approval' }),
+        el('span', { className: 'pending-badge-text', text: waitingFor }),
       );
       badge.setAttribute('aria-label', pending + ' ' + plural(pending, 'source', 'sources') +
-        ' waiting for approval: show ' + plural(pending, 'it', 'them'));
+        ' ' + waitingFor + ': show ' + plural(pending, 'it', 'them'));
       badge.title = 'Show what is waiting for your decision';
     }
     const berth = obj(snap.berth);
@@ -233,15 +256,22 @@
   }
 
   function renderSummary(snap, sources) {
-    // Counted from the sources listed below, so every number matches what the page shows
-    // (the snapshot's `counts` group some states together).
-    const count = (pred) => sources.filter((s) => pred(obj(s))).length;
-    const total = sources.length;
-    const pending = count((s) => s.state === 'pending-approval');
-    const active = count((s) => s.state === 'active');
-    const failed = count((s) => s.state === 'load-failed' || s.state === 'paused');
-    const unsupported = count((s) => s.state === 'unsupported');
-    const denied = count((s) => s.state === 'disabled');
+    // The snapshot's `counts` are made from the same sources listed below; they are counted
+    // here only for a snapshot that has none.
+    const counts = obj(snap.counts);
+    const count = (key, pred) => {
+      const n = num(counts[key]);
+      return n !== null ? n : sources.filter((s) => pred(obj(s))).length;
+    };
+    const total = count('sources', () => true);
+    const pending = count('pending_approval', (s) => s.state === 'pending-approval');
+    const activation = count('pending_activation', (s) => s.state === 'pending-activation');
+    const active = count('active', (s) => s.state === 'active');
+    const failed = count('failed', (s) =>
+      s.state === 'load-failed' || s.state === 'paused' || s.state === 'incompatible-version');
+    const unsupported = count('unsupported', (s) => s.state === 'unsupported' || s.state === 'policy-limited');
+    const disabled = count('disabled', (s) => s.state === 'disabled');
+    const preparing = sources.filter((s) => obj(s).state === 'preparing').length;
 
     let headline;
     let tone;
@@ -266,10 +296,25 @@
           ? 'None of its code has run. Review what it can do before you approve it.'
           : 'None of their code has run. Review what each one can do before you approve it.';
       }
+      if (activation > 0) {
+        detail += ' ' + activation + ' more ' + plural(activation, 'registers', 'register') +
+          ' more than you approved.';
+      }
+    } else if (activation > 0) {
+      headline = activationHeadline(activation, sources);
+      tone = 'attention';
+      detail = activation === 1
+        ? 'Berth loaded it and found more than you approved. OpenCode uses none of it until you decide.'
+        : 'Berth loaded them and found more than you approved. OpenCode uses none of it until you decide.';
     } else if (failed > 0) {
       headline = failed + ' ' + plural(failed, 'source failed', 'sources failed') + ' to load';
       tone = 'error';
       detail = 'Each one below says what went wrong and what to do.';
+    } else if (preparing > 0) {
+      headline = 'Preparing ' + preparing + ' ' + plural(preparing, 'source', 'sources');
+      tone = 'progress';
+      detail = 'Berth is downloading what ' + plural(preparing, 'it needs', 'they need') +
+        '; this page updates by itself when ' + plural(preparing, 'it is', 'they are') + ' ready.';
     } else if (active === total) {
       headline = total === 1 ? 'The one source is active' : 'All ' + total + ' sources are active';
       tone = 'ok';
@@ -283,13 +328,15 @@
     const chips = [
       chip(total, plural(total, 'source found', 'sources found'), 'total'),
       chip(pending, 'waiting for approval', 'pending', pending > 0 ? 'attention' : ''),
+      activation > 0 ? chip(activation, 'waiting for activation', 'pending-activation', 'attention') : null,
       chip(active, 'active', 'active', active > 0 ? 'ok' : ''),
       chip(failed, 'failed', 'failed', failed > 0 ? 'error' : ''),
       chip(unsupported, 'not supported', 'unsupported', unsupported > 0 ? 'limited' : ''),
-      denied > 0 ? chip(denied, 'denied', 'denied', '') : null,
+      disabled > 0 ? chip(disabled, 'disabled', 'disabled', '') : null,
     ].filter(Boolean);
     const pure = obj(snap.pure);
-    if (str(pure.state) && str(pure.state) !== 'off') {
+    const purePart = str(pure.state) && str(pure.state) !== 'off';
+    if (purePart) {
       chips.push(
         el('span', {
           className: 'chip chip-limited',
@@ -303,8 +350,17 @@
     return el('section', { className: 'summary tone-' + tone, testid: 'summary-section' }, [
       el('h1', { className: 'summary-headline', testid: 'summary', text: headline }),
       detail ? el('p', { className: 'summary-detail', text: detail }) : null,
-      total > 0 || chips.length > 5 ? el('div', { className: 'chips', testid: 'counts' }, chips) : null,
+      total > 0 || purePart ? el('div', { className: 'chips', testid: 'counts' }, chips) : null,
     ]);
+  }
+
+  function activationHeadline(n, sources) {
+    const waiting = sources.filter((s) => obj(s).state === 'pending-activation');
+    const cats = new Set(waiting.map(category));
+    const what = waiting.length === n && cats.size === 1 && (cats.has('plugin') || cats.has('tool'))
+      ? (cats.has('plugin') ? plural(n, 'plugin', 'plugins') : plural(n, 'tool', 'tools'))
+      : plural(n, 'source', 'sources');
+    return n + ' ' + what + ' ' + plural(n, 'registers', 'register') + ' more than you approved';
   }
 
   function pendingHeadline(pending, sources) {
@@ -428,7 +484,8 @@
     const order = num(s.order);
     const approval = obj(s.approval);
     const pending = s.state === 'pending-approval';
-    const deferred = pending && later.has(laterKey(s));
+    const asking = isAsking(s);
+    const deferred = asking && later.has(laterKey(s));
     let badgeLabel = info.label;
     let badgeTone = info.tone;
     if (s.state === 'discovered' && approval.decision === 'allow') {
@@ -441,21 +498,26 @@
     }
 
     // A waiting source shows its problems before the question: they matter to the answer.
-    const problems = diags.length ? renderDiagnostics(diags) : null;
-    const body = pending && !deferred
+    // A version Berth will not load leads with why.
+    const blocked = s.state === 'incompatible-version';
+    const problems = diags.length && !blocked ? renderDiagnostics(diags) : null;
+    const body = asking && !deferred
       ? [problems, renderApprovalPanel(s, caps)]
       : [
-        pending ? renderDeferred(s) : renderDecided(s),
+        blocked ? renderBlocked(s, diags) : null,
+        asking ? renderDeferred(s) : renderDecided(s),
+        s.state === 'preparing' ? renderPreparing(s) : null,
+        s.state === 'active' ? renderRunsIn(s) : null,
         renderMeta(s),
         renderCaps(caps),
         problems,
       ];
 
     return el('article', {
-      className: 'source tone-' + info.tone + (pending && !deferred ? ' is-asking' : ''),
+      className: 'source tone-' + info.tone + (asking && !deferred ? ' is-asking' : ''),
       testid: 'source',
       dataset: { sourceId: str(s.id), state: str(s.state), kind: str(s.kind) },
-      attrs: { tabindex: '-1' },
+      attrs: { tabindex: '-1', id: sourceAnchor(s.id) },
     }, [
       el('header', { className: 'source-head' }, [
         el('span', {
@@ -485,12 +547,90 @@
   }
 
   function renderMeta(s) {
+    const npm = obj(s.npm);
+    // The package, when it says more than the entry does.
+    const pkg = !!npm.name && (str(npm.name) !== str(s.entry) || (!!npm.request && str(npm.request) !== str(npm.name)));
     return el('dl', { className: 'source-meta' }, [
       el('dt', { text: 'Entry' }),
       el('dd', { className: 'mono', testid: 'source-entry', text: str(s.entry) }),
+      pkg ? el('dt', { text: 'Package' }) : null,
+      pkg ? el('dd', { testid: 'source-npm' }, [
+        el('span', { className: 'mono', text: str(npm.name) }),
+        npm.request && str(npm.request) !== str(npm.name)
+          ? el('span', { className: 'tag', title: 'the version asked for in the config', text: 'asks for ' + str(npm.request) })
+          : null,
+      ]) : null,
       el('dt', { text: 'Listed in' }),
       el('dd', null, originParts(s)),
     ]);
+  }
+
+  /** An approved package being fetched (or a plugin's dependencies being installed). */
+  function renderPreparing(s) {
+    const npm = obj(s.npm);
+    const download = !!npm.name || s.kind === 'npm-plugin';
+    return el('div', { className: 'source-status status-preparing', testid: 'preparing', attrs: { role: 'status' } }, [
+      el('span', { className: 'spinner', attrs: { 'aria-hidden': 'true' } }),
+      el('span', { text: download ? 'Downloading its package\u2026' : 'Preparing its dependencies\u2026' }),
+      npm.name
+        ? el('span', { className: 'mono status-detail', text: str(npm.name) + (npm.request ? ' ' + str(npm.request) : '') })
+        : null,
+    ]);
+  }
+
+  /** Which plugin host process runs an active source. */
+  function renderRunsIn(s) {
+    const h = view.hostBySource.get(str(s.id));
+    if (!h) return null;
+    const backend = str(h.backend);
+    const pid = str(h.pid);
+    return el('p', { className: 'source-status status-runs', testid: 'runs-in', dataset: { pid } }, [
+      el('span', { className: 'status-dot', attrs: { 'aria-hidden': 'true' } }),
+      'Runs in ' + (BACKENDS[backend] || backend || 'a') + ' host ',
+      jumpLink('#' + hostAnchor(pid), 'pid ' + pid, { focus: 'runs-in', title: 'Show this process under Plugin hosts' }),
+    ]);
+  }
+
+  /** A source Berth will not load as it is: the reason first, prominently. */
+  function renderBlocked(s, diags) {
+    return el('div', { className: 'blocked', testid: 'blocked', attrs: { role: 'note' } }, [
+      el('p', { className: 'blocked-title', text: 'Berth does not load this version: it is not made for the OpenCode version Berth provides.' }),
+      diags.length ? renderDiagnostics(diags) : null,
+    ]);
+  }
+
+  const sourceAnchor = (id) => 'source-' + str(id);
+  const hostAnchor = (pid) => 'host-' + str(pid);
+
+  /** A link to another place on this page: scrolls there and moves the focus there. */
+  function jumpLink(href, text, opts) {
+    const o = obj(opts);
+    const a = el('a', {
+      className: 'jump' + (o.className ? ' ' + o.className : ''),
+      text,
+      testid: o.testid,
+      title: o.title,
+      dataset: { focus: o.focus, focusGlobal: o.focusGlobal, target: href.slice(1) },
+      attrs: { href },
+    });
+    a.addEventListener('click', (e) => {
+      const target = document.getElementById(href.slice(1));
+      if (!target) return;
+      e.preventDefault();
+      target.scrollIntoView({ block: 'start' });
+      if (!target.hasAttribute('tabindex')) target.setAttribute('tabindex', '-1');
+      target.focus({ preventScroll: true });
+    });
+    return a;
+  }
+
+  /** A link to a source's card, named as its card is. */
+  function sourceLink(id, opts) {
+    const s = view.sourceById.get(str(id));
+    if (!s) return el('span', { className: 'mono', testid: obj(opts).testid, dataset: { sourceId: str(id) }, text: str(id) });
+    const a = jumpLink('#' + sourceAnchor(id), sourceName(s), Object.assign({ title: str(id) }, opts));
+    a.dataset.sourceId = str(id);
+    return a;
   }
 
   function originParts(s) {
@@ -521,7 +661,8 @@
   const BACKENDS = { bun: 'Bun', node: 'Node.js' };
 
   function laterKey(s) {
-    return str(s.id) + '@' + str(s.capability_digest || s.digest);
+    return [str(s.id), str(s.capability_digest || s.digest), str(s.state),
+      arr(obj(s.approval).grew).map(str).join('|')].join('@');
   }
 
   /** "plugin" or "tool", for sentences. */
@@ -559,13 +700,20 @@
     const id = str(s.id);
     const approval = obj(s.approval);
     const grew = arr(approval.grew).map(str).filter(Boolean);
+    // Loaded after an approval, and found to register more than was approved.
+    const activation = s.state === 'pending-activation';
     const again = approval.decision === 'allow';
     const name = sourceName(s);
     const what = noun(s);
     const local = s.kind === 'file-plugin' || isTool(s);
 
     let intro;
-    if (again) {
+    if (activation) {
+      const at = timeEl(approval.decided_at_ms);
+      intro = ['You approved ', el('strong', { text: name }), at ? ' on ' : '', at,
+        '. Berth loaded it and found that it registers more than that approval covered. ' +
+        'OpenCode uses none of it until you decide.'];
+    } else if (again) {
       const at = timeEl(approval.decided_at_ms);
       intro = ['You approved ', el('strong', { text: name }), at ? ' on ' : '', at,
         '. It has changed since, so Berth will not run the new version until you decide again.'];
@@ -577,7 +725,10 @@
 
     const grewBlock = grew.length
       ? el('div', { className: 'approval-grew', testid: 'approval-grew', attrs: { role: 'note' } }, [
-        el('p', { className: 'approval-grew-title', text: 'Asked again because it now:' }),
+        el('p', {
+          className: 'approval-grew-title',
+          text: activation ? 'Once loaded, it:' : 'Asked again because it now:',
+        }),
         el('ul', { className: 'approval-grew-list' }, grew.map((g) => {
           const i = g.indexOf(': ');
           return el('li', { dataset: { grew: g } }, i > 0
@@ -598,7 +749,7 @@
       el('dd', { className: 'mono', testid: 'source-entry', text: str(s.entry) }),
       el('dt', { text: 'Comes from' }),
       el('dd', { className: 'approval-origin' }, originParts(s)),
-      el('dt', { text: 'Would run' }),
+      el('dt', { text: activation ? 'Runs' : 'Would run' }),
       el('dd', { testid: 'approval-runs' }, runsWhere(approval)),
       el('dt', { text: 'What it could do' }),
       el('dd', null, capsList(caps)),
@@ -620,24 +771,36 @@
       return b;
     };
 
+    const title = activation
+      ? 'Approve what it registers?'
+      : again ? 'Allow the changed ' + what + ' to run?' : 'Allow this ' + what + ' to run?';
+    const note = activation
+      ? [
+        el('strong', { text: 'Allowing lets OpenCode call what it registers, with your user\u2019s rights.' }),
+        ' Its code already ran once when Berth loaded it; denying stops it and keeps it from loading again.',
+      ]
+      : [
+        el('strong', { text: 'Approving lets its code run with your user\u2019s rights.' }),
+        ' Berth cannot undo side effects an import already had; denying later only stops it from loading again.',
+      ];
+
     return el('section', {
-      className: 'approval' + (again ? ' is-again' : ''),
+      className: 'approval' + (again ? ' is-again' : '') + (activation ? ' is-activation' : ''),
       testid: 'approval-panel',
+      dataset: { variant: activation ? 'activation' : again ? 'again' : 'first' },
       attrs: { 'aria-label': 'Approval for ' + name, 'aria-busy': busy ? 'true' : null },
     }, [
-      el('h4', { className: 'approval-title', text: again ? 'Allow the changed ' + what + ' to run?' : 'Allow this ' + what + ' to run?' }),
+      el('h4', { className: 'approval-title', text: title }),
       el('p', { className: 'approval-intro' }, intro),
       grewBlock,
       facts,
       el('p', { className: 'approval-note', testid: 'approval-note' }, [
         el('span', { className: 'approval-note-icon', text: '!', attrs: { 'aria-hidden': 'true' } }),
-        el('span', null, [
-          el('strong', { text: 'Approving lets its code run with your user\u2019s rights.' }),
-          ' Berth cannot undo side effects an import already had; denying later only stops it from loading again.',
-        ]),
+        el('span', null, note),
       ]),
       el('div', { className: 'approval-actions' }, [
-        btn('allow', again ? 'Allow again' : 'Allow', 'btn-allow', 'Allow ' + name),
+        btn('allow', activation ? 'Allow' : again ? 'Allow again' : 'Allow', 'btn-allow',
+          activation ? 'Allow what ' + name + ' registers' : 'Allow ' + name),
         btn('deny', 'Deny', 'btn-deny', 'Deny ' + name),
         btn('later', 'Later', 'btn-quiet', 'Decide about ' + name + ' later'),
         decisionStatus(id),
@@ -660,7 +823,12 @@
       focusIn(str(s.id), 'allow');
     });
     return el('div', { className: 'decision decision-later', testid: 'decision' }, [
-      el('span', { className: 'decision-text', text: 'Waiting for your decision. You chose to decide later.' }),
+      el('span', {
+        className: 'decision-text',
+        text: s.state === 'pending-activation'
+          ? 'Registers more than you approved; OpenCode uses none of it yet. You chose to decide later.'
+          : 'Waiting for your decision. You chose to decide later.',
+      }),
       review,
     ]);
   }
@@ -845,14 +1013,26 @@
   function rememberFocus(app) {
     const a = document.activeElement;
     if (!a || !app.contains(a)) return null;
+    // Outside the source cards (tools, hosts): only elements that carry a key of their own.
+    if (a.dataset.focusGlobal) return { global: a.dataset.focusGlobal };
     const row = a.closest('[data-testid=source]');
     if (!row) return null;
+    if (a === row) return { id: row.dataset.sourceId, key: null, self: true };
     return { id: row.dataset.sourceId, key: a.dataset.focus || null };
   }
 
   function restoreFocus(app, focus) {
     if (!focus) return;
+    if (focus.global) {
+      const t = app.querySelector('[data-focus-global="' + CSS.escape(focus.global) + '"]');
+      if (t && document.activeElement !== t) t.focus({ preventScroll: true });
+      return;
+    }
     const row = rowOf(app, focus.id);
+    if (row && focus.self) {
+      if (document.activeElement !== row) row.focus({ preventScroll: true });
+      return;
+    }
     if (!row) return;
     const usable = (n) => n && !n.disabled;
     const byKey = (k) => (k ? row.querySelector('[data-focus="' + CSS.escape(k) + '"]') : null);
@@ -870,7 +1050,7 @@
     later.clear();
     rerender();
     const app = document.getElementById('app');
-    const row = app.querySelector('[data-testid=source][data-state=pending-approval]');
+    const row = app.querySelector('[data-testid=source]:is([data-state=pending-approval], [data-state=pending-activation])');
     if (!row) return;
     row.scrollIntoView({ block: 'start' });
     focusIn(row.dataset.sourceId, 'allow');
@@ -907,6 +1087,147 @@
     if (!rows.length) return null;
     return details('tech:' + str(s.id), false, 'Technical details',
       el('dl', { className: 'tech-list' }, rows), { className: 'tech' });
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Tools and plugin hosts
+
+  function renderTools(snap) {
+    const tools = arr(snap.tools).map(obj);
+    const body = tools.length
+      ? el('ul', { className: 'tool-items' }, tools.map(renderTool))
+      : el('p', { className: 'muted section-empty', testid: 'tools-empty', text: 'No active tools yet \u2014 approve a source to load its tools.' });
+    return el('section', { className: 'panel tools-panel', testid: 'tool-list' }, [
+      el('h2', { className: 'section-title' }, [
+        'Tools',
+        tools.length ? el('span', { className: 'section-count', text: tools.length }) : null,
+        el('span', { className: 'section-note', text: 'what OpenCode can call' }),
+      ]),
+      body,
+    ]);
+  }
+
+  function renderTool(t) {
+    const name = str(t.name);
+    const provider = obj(t.provider);
+    const sourceId = str(provider.source_id);
+    const backend = str(provider.backend);
+    const state = str(t.state) || 'active';
+    const schema = t.parameters === undefined ? null : t.parameters;
+    const params = Object.keys(obj(obj(schema).properties));
+    const required = new Set(arr(obj(schema).required).map(str));
+    const key = 'tool:' + sourceId + ':' + name;
+
+    const paramsBlock = details(key, false,
+      [
+        el('span', { className: 'details-title', text: 'Parameters' }),
+        el('span', {
+          className: 'details-note mono',
+          text: params.length ? params.map((p) => p + (required.has(p) ? '' : '?')).join(', ') : 'none',
+        }),
+      ],
+      el('pre', {
+        className: 'schema',
+        testid: 'tool-schema',
+        text: schema === null ? 'No schema was given.' : JSON.stringify(schema, null, 2),
+      }),
+      { className: 'tool-params', testid: 'tool-params' });
+    paramsBlock.querySelector('summary').dataset.focusGlobal = key;
+
+    return el('li', { className: 'tool', testid: 'tool', dataset: { tool: name, state, sourceId } }, [
+      el('div', { className: 'tool-head' }, [
+        el('span', { className: 'tool-name mono', testid: 'tool-name', text: name }),
+        state !== 'active'
+          ? el('span', { className: 'badge badge-' + stateInfo(state).tone, text: stateInfo(state).label })
+          : null,
+        el('span', { className: 'tool-from' }, [
+          'from ',
+          sourceLink(sourceId, { testid: 'tool-source', focusGlobal: key + ':source' }),
+          backend ? el('span', { className: 'tag', testid: 'tool-backend', text: BACKENDS[backend] || backend }) : null,
+        ]),
+      ]),
+      str(t.description)
+        ? el('p', { className: 'tool-desc', testid: 'tool-description', text: str(t.description) })
+        : null,
+      paramsBlock,
+    ]);
+  }
+
+  function mib(bytes) {
+    const n = num(bytes);
+    return n === null ? '\u2014' : (n / 1048576).toFixed(1) + ' MiB';
+  }
+
+  function renderHosts(snap) {
+    const hosts = arr(snap.hosts).map(obj);
+    const title = el('h2', { className: 'section-title' }, [
+      'Plugin hosts',
+      hosts.length ? el('span', { className: 'section-count', text: hosts.length }) : null,
+    ]);
+    if (!hosts.length) {
+      return el('section', { className: 'panel hosts-panel', testid: 'host-list' }, [
+        title,
+        el('p', { className: 'muted section-empty', testid: 'hosts-empty', text: 'No plugin host is running (one starts when an approved source is used).' }),
+      ]);
+    }
+    const th = (text, cls) => el('th', { className: cls, text, attrs: { scope: 'col' } });
+    return el('section', { className: 'panel hosts-panel', testid: 'host-list' }, [
+      title,
+      el('p', { className: 'section-intro', text: 'Plugins run with your user\u2019s rights in these processes; Berth stops them when you revoke a plugin.' }),
+      el('table', { className: 'hosts' }, [
+        el('thead', null, el('tr', null, [
+          th('Runtime'), th('Process'), th('Memory', 'num'), th('Runs'),
+        ])),
+        el('tbody', null, hosts.map(renderHost)),
+      ]),
+    ]);
+  }
+
+  function renderHost(h) {
+    const backend = str(h.backend);
+    const pid = str(h.pid);
+    const ids = arr(h.instances).map(str);
+    const dropped = num(h.dropped_frames) || 0;
+    const links = [];
+    ids.forEach((id, i) => {
+      if (i) links.push(el('span', { className: 'sep', text: ', ' }));
+      links.push(sourceLink(id, { testid: 'host-source', focusGlobal: 'host:' + pid + ':' + id }));
+    });
+    return el('tr', {
+      className: 'host',
+      testid: 'host',
+      dataset: { pid, backend, generation: num(h.generation) },
+      attrs: { id: hostAnchor(pid), tabindex: '-1' },
+    }, [
+      el('td', { className: 'host-backend' }, [
+        el('span', { className: 'status-dot', attrs: { 'aria-hidden': 'true' } }),
+        BACKENDS[backend] || backend || 'unknown',
+      ]),
+      el('td', {
+        className: 'host-pid',
+        title: num(h.generation) !== null ? 'Host process number ' + num(h.generation) + ' Berth started' : '',
+      }, [
+        el('span', { className: 'muted', text: 'pid ' }),
+        el('span', { className: 'mono', testid: 'host-pid', text: pid }),
+      ]),
+      el('td', {
+        className: 'host-mem num',
+        testid: 'host-memory',
+        title: num(h.rss_bytes) !== null ? num(h.rss_bytes).toLocaleString() + ' bytes resident' : '',
+        text: mib(h.rss_bytes),
+      }),
+      el('td', { className: 'host-sources' }, [
+        ...(ids.length ? links : [el('span', { className: 'muted', text: 'nothing yet' })]),
+        dropped > 0
+          ? el('span', {
+            className: 'host-warn',
+            testid: 'host-dropped',
+            title: 'Messages from this process that arrived late, twice, or for a request Berth did not make. A few are harmless; many point to a misbehaving plugin.',
+            text: '\u26a0 ' + dropped + ' dropped ' + plural(dropped, 'frame', 'frames'),
+          })
+          : null,
+      ]),
+    ]);
   }
 
   function renderLookedAt(snap, empty) {

@@ -416,6 +416,149 @@ describe("status page with several sources and diagnostics", () => {
   })
 })
 
+describe("tools and plugin hosts once sources are approved with the CLI", () => {
+  // Activation starts a real plugin host (Bun) and loads the sources in it: give it room.
+  const LOAD_WAIT = 45_000
+  let machine
+  let server
+  let browser
+  let page
+  let problems
+  let pluginId
+  let toolId
+
+  const status = async () => {
+    const res = await fetch(`${server.origin}/api/status`, { headers: { authorization: `Bearer ${server.token}` } })
+    assert.equal(res.status, 200)
+    return res.json()
+  }
+  const approveAll = () =>
+    execFileSync(berthBin, ["approve", "--all", "--data-dir", machine.data, "--project", machine.project], {
+      env: machine.env,
+      cwd: machine.project,
+      encoding: "utf8",
+    })
+  const card = (id) => page.locator(`[data-testid=source][data-source-id="${id}"]`)
+
+  before(async () => {
+    machine = scratchMachine("tools")
+    write(
+      join(machine.globalDir, "plugins", "a.ts"),
+      'export default { id: "a", server: async () => ({ "chat.params": async () => {} }) }\n',
+    )
+    write(
+      join(machine.project, ".opencode", "tools", "hello.ts"),
+      [
+        'import { tool } from "@opencode-ai/plugin"',
+        "export default tool({",
+        '  description: "hi",',
+        '  args: { name: tool.schema.string().describe("who") },',
+        "  async execute(a) {",
+        '    return "hi " + a.name',
+        "  },",
+        "})",
+        "",
+      ].join("\n"),
+    )
+    server = await startServe(machine)
+    const snap = await status()
+    pluginId = snap.sources.find((s) => s.kind === "file-plugin")?.id
+    toolId = snap.sources.find((s) => s.kind === "standalone-tool")?.id
+    assert.ok(pluginId && toolId, JSON.stringify(snap.sources.map((s) => [s.kind, s.id])))
+    browser = await launchBrowser()
+    page = await browser.newPage({ viewport: { width: 1180, height: 900 } })
+    problems = watchPage(page)
+    await page.goto(server.url)
+    await page.waitForSelector("body[data-ready='1']", { timeout: WAIT })
+  })
+
+  after(async () => {
+    await browser?.close().catch(() => {})
+    await stopServe(server)
+    if (machine) rmSync(machine.root, { recursive: true, force: true })
+  })
+
+  test("before any approval: no tools, no host, and both sections say why", async () => {
+    const snap = await status()
+    assert.deepEqual(snap.tools, [])
+    assert.deepEqual(snap.hosts, [])
+    assert.match(await page.getByTestId("tools-empty").innerText(), /No active tools yet — approve a source to load its tools\./)
+    assert.match(await page.getByTestId("hosts-empty").innerText(), /No plugin host is running/)
+    assert.equal(await page.locator("[data-testid=tool]").count(), 0)
+    assert.equal(await page.locator("[data-testid=host]").count(), 0)
+  })
+
+  test("approved once, the tool is active and the plugin asks to approve what it registers", async () => {
+    assert.match(approveAll(), new RegExp(escapeRe(pluginId)))
+    const asking = page.locator(`[data-testid=source][data-source-id="${pluginId}"][data-state=pending-activation]`)
+    await asking.waitFor({ timeout: LOAD_WAIT })
+    const panel = asking.getByTestId("approval-panel")
+    assert.equal(await panel.getAttribute("data-variant"), "activation")
+    assert.match(await panel.innerText(), /Approve what it registers\?/)
+    assert.match(await panel.getByTestId("approval-grew").innerText(), /registers hooks: chat\.params/)
+    assert.equal(await asking.locator("button[data-action=allow]").isEnabled(), true)
+    await page.locator("[data-testid=pending-badge][data-count='1']").waitFor({ timeout: WAIT })
+    assert.match(await page.getByTestId("summary").innerText(), /registers more than you approved/)
+    await page.locator('[data-testid=tool][data-tool="hello"]').waitFor({ timeout: LOAD_WAIT })
+    assert.deepEqual(problems, [])
+  })
+
+  test("approved again, the page shows the tool with its schema, the host, and the plugin active", async () => {
+    approveAll()
+    await card(pluginId).and(page.locator("[data-state=active]")).waitFor({ timeout: LOAD_WAIT })
+    // Wait on the page (not on time) until its host row runs both sources, then compare with the API.
+    const hostRow = page.locator("[data-testid=host]", {
+      has: page.locator(`[data-testid=host-source][data-source-id="${pluginId}"]`),
+    })
+    await hostRow.waitFor({ timeout: LOAD_WAIT })
+    const snap = await status()
+    await page.waitForFunction((rev) => Number(document.body.dataset.revision) >= rev, snap.revision, { timeout: WAIT })
+    assert.ok(snap.hosts.length >= 1, JSON.stringify(snap.hosts))
+    const host = page.locator(`[data-testid=host][data-pid="${snap.hosts[0].pid}"]`)
+    assert.equal(await host.count(), 1)
+    assert.equal(await host.getByTestId("host-pid").innerText(), String(snap.hosts[0].pid))
+    assert.match(await host.getByTestId("host-memory").innerText(), /^\d+\.\d MiB$/)
+    for (const id of [pluginId, toolId]) {
+      assert.equal(await host.locator(`[data-testid=host-source][data-source-id="${id}"]`).count(), 1, id)
+    }
+    assert.match(await host.innerText(), /a\.ts/)
+    assert.match(await page.getByTestId("host-list").innerText(), /Plugins run with your user.s rights in these processes/)
+
+    // The plugin's card: green Active badge and where it runs.
+    assert.equal(await card(pluginId).getByTestId("state").innerText(), "Active")
+    assert.match(await card(pluginId).getByTestId("state").getAttribute("class"), /badge-ok/)
+    const runsIn = card(pluginId).getByTestId("runs-in")
+    assert.equal(await runsIn.innerText(), `Runs in Bun host pid ${snap.hosts[0].pid}`)
+
+    // The tool: name, description, provider (a link to its card), backend, and its schema.
+    const tool = page.locator('[data-testid=tool][data-tool="hello"]')
+    assert.equal(await tool.getByTestId("tool-name").innerText(), "hello")
+    assert.equal(await tool.getByTestId("tool-description").innerText(), "hi")
+    assert.equal(await tool.getByTestId("tool-backend").innerText(), "Bun")
+    const provider = tool.getByTestId("tool-source")
+    assert.equal(await provider.getAttribute("href"), `#source-${toolId}`)
+    await tool.locator("[data-testid=tool-params] > summary").click()
+    const schema = tool.getByTestId("tool-schema")
+    await schema.waitFor({ state: "visible", timeout: WAIT })
+    const text = await schema.innerText()
+    assert.match(text, /"who"/)
+    assert.deepEqual(JSON.parse(text), snap.tools.find((t) => t.name === "hello").parameters)
+    // The provider link goes to the source's card.
+    await provider.click()
+    await page.waitForFunction((id) => document.activeElement?.dataset?.sourceId === id, toolId, { timeout: WAIT })
+
+    assert.equal(await page.getByTestId("pending-badge").isVisible(), false)
+    assert.match(await page.getByTestId("summary").innerText(), /All 2 sources are active/)
+    assert.deepEqual(problems, [])
+
+    mkdirSync(artifacts, { recursive: true })
+    await page.evaluate(() => window.scrollTo(0, 0))
+    const path = join(artifacts, "tools-and-hosts.png")
+    await page.screenshot({ path, fullPage: true })
+    assert.ok(existsSync(path))
+  })
+})
+
 function escapeRe(s) {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 }

@@ -97,11 +97,9 @@ impl Counts {
                 SourceState::PendingApproval => c.pending_approval += 1,
                 SourceState::PendingActivation => c.pending_activation += 1,
                 SourceState::Active => c.active += 1,
-                SourceState::LoadFailed
-                | SourceState::Paused
-                | SourceState::IncompatibleVersion => c.failed += 1,
+                SourceState::LoadFailed | SourceState::Paused => c.failed += 1,
                 SourceState::Disabled => c.disabled += 1,
-                SourceState::Unsupported | SourceState::PolicyLimited => c.unsupported += 1,
+                SourceState::Unsupported | SourceState::PolicyLimited | SourceState::IncompatibleVersion => c.unsupported += 1
                 SourceState::Discovered | SourceState::Preparing => {}
             }
         }

@@ -99,7 +99,9 @@ impl Counts {
                 SourceState::Active => c.active += 1,
                 SourceState::LoadFailed | SourceState::Paused => c.failed += 1,
                 SourceState::Disabled => c.disabled += 1,
-                SourceState::Unsupported | SourceState::PolicyLimited | SourceState::IncompatibleVersion => c.unsupported += 1
+                SourceState::Unsupported
+                | SourceState::PolicyLimited
+                | SourceState::IncompatibleVersion => c.unsupported += 1,
                 SourceState::Discovered | SourceState::Preparing => {}
             }
         }

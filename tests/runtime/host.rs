@@ -223,5 +223,11 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
         "{codes:?}"
     );
     assert_eq!(codes[3], "temporarily-unavailable", "{codes:?}");
+    // The source shows it: paused, not silently failing.
+    berth.activate().await;
+    assert_eq!(
+        berth.status().sources[0].state,
+        berth_discovery::SourceState::Paused
+    );
     berth.shutdown_hosts().await;
 }

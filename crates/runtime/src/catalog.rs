@@ -225,6 +225,14 @@ impl Berth {
             let host = match sup.host(backend).await {
                 Ok(h) => h,
                 Err(e) => {
+                    // A backend out of restarts pauses every source it would run.
+                    if sup.is_paused(backend) {
+                        self.catalog()
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .activity
+                            .insert(id.clone(), SourceState::Paused);
+                    }
                     act.problems.push(e.for_plugin(id.clone()));
                     continue;
                 }

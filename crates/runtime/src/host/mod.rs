@@ -567,6 +567,14 @@ impl HostSupervisor {
         }
     }
 
+    /// Whether `backend` spent its restart budget (it stays paused until Berth restarts).
+    pub fn is_paused(&self, backend: RuntimeKind) -> bool {
+        let crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
+        crashes.get(&backend).is_some_and(|l| {
+            l.iter().filter(|t| t.elapsed() < RESTART_WINDOW).count() >= RESTART_BUDGET
+        })
+    }
+
     /// Running hosts, without awaiting.
     pub fn hosts_now(&self) -> Vec<HostInfo> {
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());

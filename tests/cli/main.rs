@@ -5,6 +5,7 @@ mod support;
 
 mod approval;
 mod bad_input;
+mod check;
 mod client;
 mod exit_codes;
 mod host;

@@ -4,6 +4,7 @@
 //! success, 1 when the operation failed (stdout holds `{"error": …}`), 2 when the command line
 //! was wrong.
 
+mod check;
 mod output;
 
 use std::net::SocketAddr;
@@ -93,6 +94,9 @@ enum Command {
     Backup { file: PathBuf },
     /// Replace Berth's store with the contents of FILE (made by `berth backup`).
     Restore { file: PathBuf },
+    /// For plugin authors: load a plugin, tool file, folder or npm spec in a throw-away domain
+    /// and report what it contributes and every problem (exit 1 on a problem).
+    Check { target: String },
     /// Serve the status page and local API on loopback (token-protected).
     Serve {
         #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
@@ -172,6 +176,14 @@ enum Outcome {
 }
 
 fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
+    if let Command::Check { target } = &cli.command {
+        // Its own scratch domain: the user's data dir and project are not opened.
+        return Ok(if check::check(target, out)? {
+            Outcome::Ok
+        } else {
+            Outcome::FailedReported
+        });
+    }
     let berth = open(&cli)?;
     match &cli.command {
         Command::Status => out.status(&berth.status()),
@@ -272,6 +284,7 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
             );
         }
         Command::Serve { addr } => serve(berth, *addr, out)?,
+        Command::Check { .. } => unreachable!("handled before the store is opened"),
     }
     Ok(Outcome::Ok)
 }

@@ -399,26 +399,15 @@ impl Berth {
             "packageName": source.npm.as_ref().map(|n| n.name.clone()),
             "context": { "directory": status.project.directory, "worktree": status.project.worktree },
         });
-        let opts = CallOptions {
-            lost_code: code::PROCESS_LOST,
-            timeout: Duration::from_secs(30),
-            ..CallOptions::default()
-        };
-        let v = host
-            .call(&source.id, CallKind::LoadPlugin, body, opts)
-            .await
-            .map_err(|e| {
-                BerthError::new(
-                    if e.code == code::PROCESS_LOST || e.code == code::UNSUPPORTED {
-                        e.code
-                    } else {
-                        code::PLUGIN_FAILED
-                    },
-                    "activation",
-                    format!("{} failed to load: {}", source.entry, e.message),
-                    "fix the plugin; the other plugins keep loading",
-                )
-            })?;
+        let v = load_call(
+            host,
+            source,
+            CallKind::LoadPlugin,
+            body,
+            code::PROCESS_LOST,
+            "fix the plugin; the other plugins keep loading",
+        )
+        .await?;
         let tools = tool_entries(&v, source, backend);
         let hooks = v["hooks"]
             .as_array()
@@ -506,26 +495,15 @@ impl Berth {
         // a short content digest (the ESM cache keys on the URL).
         let version = source.digest.get(7..19).unwrap_or_default();
         let body = serde_json::json!({ "path": source.entry, "stem": stem, "version": version });
-        let opts = CallOptions {
-            lost_code: code::WORKER_LOST,
-            timeout: Duration::from_secs(30),
-            ..CallOptions::default()
-        };
-        let v = host
-            .call(&source.id, CallKind::LoadTools, body, opts)
-            .await
-            .map_err(|e| {
-                BerthError::new(
-                    if e.code == code::WORKER_LOST {
-                        code::WORKER_LOST
-                    } else {
-                        code::PLUGIN_FAILED
-                    },
-                    "activation",
-                    format!("{} failed to load: {}", source.entry, e.message),
-                    "fix the tool file; the other tools keep working",
-                )
-            })?;
+        let v = load_call(
+            host,
+            source,
+            CallKind::LoadTools,
+            body,
+            code::WORKER_LOST,
+            "fix the tool file; the other tools keep working",
+        )
+        .await?;
         Ok(tool_entries(&v, source, backend))
     }
 
@@ -667,6 +645,35 @@ impl Berth {
             )
         })
     }
+}
+
+/// Sends one load request; a failure names the file and keeps the lost/unsupported codes.
+async fn load_call(
+    host: &crate::host::Host,
+    source: &berth_discovery::Source,
+    kind: CallKind,
+    body: Value,
+    lost_code: &'static str,
+    recovery: &str,
+) -> Result<Value, BerthError> {
+    let opts = CallOptions {
+        lost_code,
+        timeout: Duration::from_secs(30),
+        ..CallOptions::default()
+    };
+    host.call(&source.id, kind, body, opts).await.map_err(|e| {
+        let code = if e.code == lost_code || e.code == code::UNSUPPORTED {
+            e.code
+        } else {
+            code::PLUGIN_FAILED
+        };
+        BerthError::new(
+            code,
+            "activation",
+            format!("{} failed to load: {}", source.entry, e.message),
+            recovery,
+        )
+    })
 }
 
 /// The `tools` a load answered with, as catalog entries of `source`.

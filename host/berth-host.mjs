@@ -403,6 +403,14 @@ function makeClient(instance) {
   return node("")
 }
 
+/** On Node there is no Bun shell: each use fails on its own, with a stable error. */
+function nodeShell(instance) {
+  const refuse = () => {
+    throw fail("unsupported", `Bun's shell ($) is not available when ${instance} runs on Node; Berth runs it on Bun when Bun is installed (run scripts/setup or set BERTH_BUN)`)
+  }
+  return new Proxy(refuse, { get: () => refuse })
+}
+
 /** The `PluginInput` OpenCode passes a factory, as far as Berth provides it today. */
 function pluginInput(instance, context = {}) {
   return {
@@ -412,7 +420,7 @@ function pluginInput(instance, context = {}) {
     worktree: context.worktree,
     experimental_workspace: { register() {} },
     serverUrl: new URL("http://127.0.0.1:9/"),
-    $: isBun ? Bun.$ : undefined,
+    $: isBun ? Bun.$ : nodeShell(instance),
   }
 }
 

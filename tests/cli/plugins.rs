@@ -290,3 +290,37 @@ fn no_byte_of_a_plugin_runs_before_approval_and_an_expansion_asks_again() {
     run(&s, &["tools"]);
     assert!(marker.exists());
 }
+
+#[test]
+fn dollar_is_bun_shell_on_bun_and_an_honest_per_call_error_on_node() {
+    for (node, expect_ok) in [(false, true), (true, false)] {
+        let s = plugin_sandbox(&["uses-shell.ts"]);
+        let run_b = |args: &[&str]| {
+            let mut cmd = s.berth(args);
+            cmd.arg("--json");
+            if node {
+                cmd.env("BERTH_BUN", s.root.path().join("no-bun"));
+            }
+            parse_json_output(&cmd.output().unwrap())
+        };
+        for _ in 0..2 {
+            assert_eq!(run_b(&["approve", "--all"]).0, 0);
+            run_b(&["tools"]);
+        }
+        let (code, r) = run_b(&["invoke", "shell_echo"]);
+        if expect_ok {
+            assert_eq!(code, 0, "{r}");
+            assert_eq!(r["output"], "from-the-shell");
+        } else {
+            assert_eq!(code, 1);
+            assert_eq!(r["error"]["code"], "unsupported", "{r}");
+            assert!(
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not available when"),
+                "{r}"
+            );
+        }
+    }
+}

@@ -281,6 +281,60 @@ fn main() {
         unsafe { std::env::remove_var("BERTH_BUN") };
     }
 
+    // --- memory: 20 plugins + 50 standalone tools in the hosts ------------------------------
+    {
+        let (env, project) = scratch(&tmp.path().join("memory"), 50);
+        let plugins = project.join(".opencode/plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
+        for i in 0..20 {
+            std::fs::write(
+                plugins.join(format!("p{i:02}.ts")),
+                format!("import {{ tool }} from '@opencode-ai/plugin'\nexport default {{ id: 'p{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.p{i} = true }}, tool: {{ p{i}_echo: tool({{ description: 'echo', args: {{ text: tool.schema.string() }}, async execute(a) {{ return a.text }} }}) }} }}) }}\n"),
+            )
+            .unwrap();
+        }
+        let data = tmp.path().join("memory-data");
+        let seed = std::env::current_exe()
+            .unwrap()
+            .ancestors()
+            .map(|a| a.join(".tools/host-deps"))
+            .find(|p| p.is_dir());
+        berth_runtime::deps::prepare_host_deps(&data, seed.as_deref()).unwrap();
+        let berth = Berth::open(BerthOptions {
+            data_dir: data,
+            project,
+            env,
+            log_file: None,
+        })
+        .unwrap();
+        let t = Instant::now();
+        for _ in 0..2 {
+            berth.decide(None, Decision::Allow, "cli").unwrap();
+            rt.block_on(berth.activate());
+        }
+        let loaded = berth.status().tools.len();
+        assert_eq!(loaded, 70, "50 tool files + 20 plugin tools");
+        f.print(
+            "activate_20_plugins_50_tools",
+            t.elapsed().as_secs_f64() * 1e3,
+            "ms",
+            None,
+        );
+        let rss: u64 = berth
+            .status()
+            .hosts
+            .iter()
+            .map(|h| berth_runtime::host::procs::rss_bytes(h.pid))
+            .sum();
+        f.print(
+            "rss_hosts_20_plugins_50_tools",
+            rss as f64 / 1048576.0,
+            "MiB",
+            Some((300.0, true)),
+        );
+        rt.block_on(berth.shutdown_hosts());
+    }
+
     // --- receipts --------------------------------------------------------------------------
     let opened = berth_store::Store::open(&tmp.path().join("receipts.db")).unwrap();
     let n = 5000;

@@ -6,142 +6,29 @@
 // Nothing waits on time: every step waits for what the page or the server shows.
 import { after, before, describe, test } from "node:test"
 import assert from "node:assert/strict"
-import { spawn, execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
-import { chromium } from "playwright-core"
+import { existsSync, mkdirSync } from "node:fs"
+import { join } from "node:path"
+import {
+  WAIT,
+  artifacts,
+  berth,
+  fetchSnapshot,
+  launchBrowser,
+  openPage,
+  scratchMachine,
+  sourceRow,
+  startServe,
+  stubTauriBridge,
+  tearDown,
+  waitForBadgeCount,
+  waitForRevision,
+  watchApiRequests,
+  watchPage,
+  write,
+} from "./support.mjs"
 
-const here = dirname(fileURLToPath(import.meta.url))
-const repo = resolve(here, "..", "..")
-const berthBin = resolve(process.env.BERTH_BIN ?? join(here, "..", "..", "target", "debug", "berth"))
-const artifacts = join(repo, "test-artifacts")
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium"
-const WAIT = 15_000
 // A decision made elsewhere (the CLI) must reach an open page within a second or two.
 const LIVE_WAIT = 3_000
-
-const running = new Set()
-process.on("exit", () => {
-  for (const child of running) child.kill("SIGKILL")
-})
-
-function scratchMachine(name) {
-  const root = mkdtempSync(join(tmpdir(), `berth-e2e-${name}-`))
-  const home = join(root, "home")
-  const project = join(root, "project")
-  const data = join(root, "data")
-  mkdirSync(home, { recursive: true })
-  mkdirSync(project, { recursive: true })
-  execFileSync("git", ["init", "-q", project])
-  const env = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith("OPENCODE_") || k.startsWith("XDG_")) continue
-    env[k] = v
-  }
-  Object.assign(env, {
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, ".config"),
-    XDG_DATA_HOME: join(home, ".local", "share"),
-    XDG_STATE_HOME: join(home, ".local", "state"),
-    XDG_CACHE_HOME: join(home, ".cache"),
-  })
-  return { root, home, project, data, env, globalDir: join(home, ".config", "opencode") }
-}
-
-function write(path, text) {
-  mkdirSync(dirname(path), { recursive: true })
-  writeFileSync(path, text)
-}
-
-/** The real CLI on the same machine (HOME, data dir, project). */
-function berth(machine, args) {
-  const out = execFileSync(berthBin, [...args, "--json", "--data-dir", machine.data, "--project", machine.project], {
-    env: machine.env,
-    cwd: machine.project,
-    encoding: "utf8",
-  })
-  return JSON.parse(out)
-}
-
-function startServe(machine) {
-  assert.ok(existsSync(berthBin), `no berth binary at ${berthBin}: run \`cargo build -p berth-cli\` or set BERTH_BIN`)
-  const child = spawn(
-    berthBin,
-    ["serve", "--json", "--data-dir", machine.data, "--project", machine.project],
-    { env: machine.env, cwd: machine.project, stdio: ["ignore", "pipe", "pipe"] },
-  )
-  running.add(child)
-  child.once("exit", () => running.delete(child))
-  let stdout = ""
-  let stderr = ""
-  child.stderr.on("data", (chunk) => {
-    stderr = (stderr + chunk).slice(-20_000)
-  })
-  return new Promise((resolvePromise, reject) => {
-    const fail = (message) => {
-      clearTimeout(timer)
-      child.kill("SIGKILL")
-      reject(new Error(`${message}\nstdout: ${stdout}\nstderr: ${stderr}`))
-    }
-    const timer = setTimeout(() => fail(`berth serve printed no URL within ${WAIT} ms`), WAIT)
-    child.on("error", (e) => fail(`cannot start ${berthBin}: ${e.message}`))
-    child.on("exit", (code, signal) => fail(`berth serve exited early (${code ?? signal})`))
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-      let parsed
-      try {
-        parsed = JSON.parse(stdout)
-      } catch {
-        return
-      }
-      const url = parsed?.serve?.url
-      if (typeof url !== "string") return fail("berth serve printed JSON without serve.url")
-      clearTimeout(timer)
-      child.removeAllListeners("exit")
-      child.stdout.removeAllListeners("data")
-      child.stdout.resume()
-      const u = new URL(url)
-      resolvePromise({ child, url, origin: u.origin, token: u.searchParams.get("token") })
-    })
-  })
-}
-
-async function stopServe(server) {
-  const child = server?.child
-  if (!child || child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((r) => child.once("exit", r))
-  child.kill("SIGTERM")
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-  await exited
-  clearTimeout(timer)
-}
-
-function launchBrowser() {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  })
-}
-
-function watchPage(page) {
-  const problems = []
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`))
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console error: ${m.text()}`)
-  })
-  return problems
-}
 
 describe("approval panel against the real server", () => {
   let machine
@@ -151,21 +38,14 @@ describe("approval panel against the real server", () => {
   let problems
   const plugins = {}
 
-  const status = async () => {
-    const res = await fetch(`${server.origin}/api/status`, { headers: { authorization: `Bearer ${server.token}` } })
-    assert.equal(res.status, 200)
-    return res.json()
-  }
-  const row = (id) => page.locator(`[data-testid=source][data-source-id="${id}"]`)
+  const status = () => fetchSnapshot(server)
+  const row = (id) => sourceRow(page, id)
   const rowIn = (id, state) => page.locator(`[data-testid=source][data-source-id="${id}"][data-state="${state}"]`)
   /** An approved source: `discovered` until the server has loaded it, `active` once it has. */
   const rowApproved = (id) =>
     page.locator(`[data-testid=source][data-source-id="${id}"]:is([data-state="discovered"], [data-state="active"])`)
   const badge = () => page.getByTestId("pending-badge")
   const badgeCount = async () => Number(await badge().getAttribute("data-count"))
-  /** Waits until the page shows the server's snapshot (at least revision `rev`). */
-  const caughtUp = (rev) =>
-    page.waitForFunction((r) => Number(document.body.dataset.revision) >= r, rev, { timeout: WAIT })
   const focused = () =>
     page.evaluate(() => {
       const a = document.activeElement
@@ -191,24 +71,17 @@ describe("approval panel against the real server", () => {
       plugins[name] = { id: s.id, file: join(dir, `${name}.ts`) }
     }
     browser = await launchBrowser()
-    page = await browser.newPage({ viewport: { width: 1180, height: 900 } })
-    problems = watchPage(page)
-    await page.goto(server.url)
-    await page.waitForSelector("body[data-ready='1']", { timeout: WAIT })
+    ;({ page, problems } = await openPage(browser, server.url, { width: 1180, height: 900 }))
     await page.evaluate(() => {
       window.__berthNoReload = true
     })
   })
 
-  after(async () => {
-    await browser?.close().catch(() => {})
-    await stopServe(server)
-    if (machine) rmSync(machine.root, { recursive: true, force: true })
-  })
+  after(() => tearDown({ browser, server, machine }))
 
   test("every waiting source has a panel that says what it is, where it runs and what it can do", async () => {
     const snap = await status()
-    await caughtUp(snap.revision)
+    await waitForRevision(page, snap.revision)
     assert.equal(snap.counts.pending_approval, 4)
     assert.equal(await badgeCount(), 4)
     assert.equal(await badge().isVisible(), true)
@@ -270,9 +143,7 @@ describe("approval panel against the real server", () => {
     }
     await rowApproved(id).waitFor({ timeout: WAIT })
     await page.unroute("**/api/approve")
-    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before - 1, {
-      timeout: WAIT,
-    })
+    await waitForBadgeCount(page, before - 1)
     assert.equal(await page.evaluate(() => window.__berthNoReload), true, "the page was reloaded")
 
     const decision = row(id).getByTestId("decision")
@@ -299,9 +170,7 @@ describe("approval panel against the real server", () => {
     const before = await badgeCount()
     await row(id).locator("button[data-action=deny]").click()
     await rowIn(id, "disabled").waitFor({ timeout: WAIT })
-    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before - 1, {
-      timeout: WAIT,
-    })
+    await waitForBadgeCount(page, before - 1)
     const decision = row(id).getByTestId("decision")
     assert.equal(await decision.getAttribute("data-decision"), "deny")
     assert.match(await decision.innerText(), /Denied/)
@@ -355,9 +224,7 @@ describe("approval panel against the real server", () => {
     assert.ok(JSON.stringify(out).includes(id), JSON.stringify(out))
     await rowApproved(id).waitFor({ timeout: LIVE_WAIT })
     const took = Date.now() - started
-    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before - 1, {
-      timeout: LIVE_WAIT,
-    })
+    await waitForBadgeCount(page, before - 1, LIVE_WAIT)
     assert.equal(await row(id).getByTestId("decision").getAttribute("data-decision"), "allow")
     const approvals = berth(machine, ["approvals"]).approvals.filter((a) => a.source_id === id)
     assert.notEqual(approvals[0].decided_by, "page")
@@ -371,9 +238,7 @@ describe("approval panel against the real server", () => {
     const before = await badgeCount()
     write(file, 'export default {\n  id: "alpha",\n  server: async () => {\n    await fetch("https://example.com/ping")\n    return {}\n  },\n}\n')
     await rowIn(id, "pending-approval").waitFor({ timeout: WAIT })
-    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before + 1, {
-      timeout: WAIT,
-    })
+    await waitForBadgeCount(page, before + 1)
     const snap = await status()
     const s = snap.sources.find((x) => x.id === id)
     assert.equal(s.approval.decision, "allow")
@@ -430,9 +295,7 @@ describe("approval panel against the real server", () => {
         has: page.locator("[data-testid=source-entry]", { hasText: extra }),
       })
       .waitFor({ timeout: WAIT })
-    await page.waitForFunction((n) => document.querySelector("[data-testid=pending-badge]").dataset.count === String(n), before + 1, {
-      timeout: WAIT,
-    })
+    await waitForBadgeCount(page, before + 1)
     assert.equal(await row(id).getByTestId("approval-panel").count(), 0)
     assert.equal(await row(id).getAttribute("data-state"), "pending-approval")
 
@@ -458,39 +321,12 @@ describe("approval panel against the real server", () => {
     const [first, second] = waiting
     const tauriPage = await browser.newPage({ viewport: { width: 1180, height: 900 } })
     const tauriProblems = watchPage(tauriPage)
-    const apiRequests = []
-    tauriPage.on("request", (r) => {
-      if (new URL(r.url()).pathname.startsWith("/api/")) apiRequests.push(r.url())
-    })
+    const apiRequests = watchApiRequests(tauriPage)
     try {
-      await tauriPage.addInitScript((snapshot) => {
-        const listeners = []
-        window.__invokes = []
-        window.__answers = {}
-        window.__TAURI__ = {
-          core: {
-            invoke: (cmd, args) => {
-              if (cmd === "status") return Promise.resolve(snapshot)
-              window.__invokes.push({ cmd, args })
-              return new Promise((resolve, reject) => {
-                window.__answers[cmd] = { resolve, reject }
-              })
-            },
-          },
-          event: {
-            listen: async (name, handler) => {
-              listeners.push({ name, handler })
-              return () => {}
-            },
-          },
-        }
-        window.__emitTauri = (name, payload) => {
-          for (const l of listeners) if (l.name === name) l.handler({ event: name, id: 1, payload })
-        }
-      }, snap)
+      await stubTauriBridge(tauriPage, snap, { hold: true })
       await tauriPage.goto(`${server.origin}/`)
       await tauriPage.waitForSelector("body[data-ready='1']", { timeout: WAIT })
-      const trow = (id) => tauriPage.locator(`[data-testid=source][data-source-id="${id}"]`)
+      const trow = (id) => sourceRow(tauriPage, id)
 
       await trow(first.id).locator("button[data-action=allow]").click()
       await tauriPage.waitForFunction(() => window.__invokes.length === 1, null, { timeout: WAIT })

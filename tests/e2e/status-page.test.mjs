@@ -6,135 +6,25 @@
 // what a person sees. Screenshots go to <repo>/test-artifacts/.
 import { after, before, describe, test } from "node:test"
 import assert from "node:assert/strict"
-import { spawn, execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { dirname, join, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
-import { chromium } from "playwright-core"
-
-const here = dirname(fileURLToPath(import.meta.url))
-const repo = resolve(here, "..", "..")
-const berthBin = resolve(process.env.BERTH_BIN ?? join(here, "..", "..", "target", "debug", "berth"))
-const artifacts = join(repo, "test-artifacts")
-const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium"
-const WAIT = 15_000
-
-// Servers still running when this process ends (a crash between hooks) are killed too.
-const running = new Set()
-process.on("exit", () => {
-  for (const child of running) child.kill("SIGKILL")
-})
-
-/** A scratch machine: HOME with XDG folders inside it, a git project, a data dir. */
-function scratchMachine(name) {
-  const root = mkdtempSync(join(tmpdir(), `berth-e2e-${name}-`))
-  const home = join(root, "home")
-  const project = join(root, "project")
-  const data = join(root, "data")
-  mkdirSync(home, { recursive: true })
-  mkdirSync(project, { recursive: true })
-  execFileSync("git", ["init", "-q", project])
-  const env = {}
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith("OPENCODE_") || k.startsWith("XDG_")) continue
-    env[k] = v
-  }
-  Object.assign(env, {
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, ".config"),
-    XDG_DATA_HOME: join(home, ".local", "share"),
-    XDG_STATE_HOME: join(home, ".local", "state"),
-    XDG_CACHE_HOME: join(home, ".cache"),
-  })
-  return { root, home, project, data, env, globalDir: join(home, ".config", "opencode") }
-}
-
-function write(path, text) {
-  mkdirSync(dirname(path), { recursive: true })
-  writeFileSync(path, text)
-}
-
-/** Starts `berth serve --json` and resolves with { child, url, origin, token } once it printed its URL. */
-function startServe(machine) {
-  assert.ok(existsSync(berthBin), `no berth binary at ${berthBin}: run \`cargo build -p berth-cli\` or set BERTH_BIN`)
-  const child = spawn(
-    berthBin,
-    ["serve", "--json", "--data-dir", machine.data, "--project", machine.project],
-    { env: machine.env, cwd: machine.project, stdio: ["ignore", "pipe", "pipe"] },
-  )
-  running.add(child)
-  child.once("exit", () => running.delete(child))
-  let stdout = ""
-  let stderr = ""
-  child.stderr.on("data", (chunk) => {
-    stderr = (stderr + chunk).slice(-20_000)
-  })
-  return new Promise((resolvePromise, reject) => {
-    const fail = (message) => {
-      clearTimeout(timer)
-      child.kill("SIGKILL") // never leave a server behind: it would also keep this process alive
-      reject(new Error(`${message}\nstdout: ${stdout}\nstderr: ${stderr}`))
-    }
-    const timer = setTimeout(() => fail(`berth serve printed no URL within ${WAIT} ms`), WAIT)
-    child.on("error", (e) => fail(`cannot start ${berthBin}: ${e.message}`))
-    child.on("exit", (code, signal) => fail(`berth serve exited early (${code ?? signal})`))
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-      // `--json` prints one JSON document (pretty-printed over several lines).
-      let parsed
-      try {
-        parsed = JSON.parse(stdout)
-      } catch {
-        return
-      }
-      const url = parsed?.serve?.url
-      if (typeof url !== "string") return fail("berth serve printed JSON without serve.url")
-      clearTimeout(timer)
-      child.removeAllListeners("exit")
-      child.stdout.removeAllListeners("data")
-      child.stdout.resume()
-      const u = new URL(url)
-      resolvePromise({ child, url, origin: u.origin, token: u.searchParams.get("token"), stderr: () => stderr })
-    })
-  })
-}
-
-async function stopServe(server) {
-  const child = server?.child
-  if (!child || child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((r) => child.once("exit", r))
-  child.kill("SIGTERM")
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-  await exited
-  clearTimeout(timer)
-}
-
-async function launchBrowser() {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  })
-}
-
-/** Collects page errors and console errors so a broken script fails the test visibly. */
-function watchPage(page) {
-  const problems = []
-  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`))
-  page.on("console", (m) => {
-    if (m.type() === "error") problems.push(`console error: ${m.text()}`)
-  })
-  return problems
-}
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import {
+  WAIT,
+  berthText,
+  fetchSnapshot,
+  fetchStatus,
+  launchBrowser,
+  openPage,
+  saveScreenshot,
+  scratchMachine,
+  sourceRow,
+  startServe,
+  stubTauriBridge,
+  tearDown,
+  waitForRevision,
+  watchApiRequests,
+  write,
+} from "./support.mjs"
 
 describe("status page on an empty machine, then live", () => {
   let machine
@@ -147,17 +37,10 @@ describe("status page on an empty machine, then live", () => {
     machine = scratchMachine("empty")
     server = await startServe(machine)
     browser = await launchBrowser()
-    page = await browser.newPage({ viewport: { width: 1024, height: 768 } })
-    problems = watchPage(page)
-    await page.goto(server.url)
-    await page.waitForSelector("body[data-ready='1']", { timeout: WAIT })
+    ;({ page, problems } = await openPage(browser, server.url, { width: 1024, height: 768 }))
   })
 
-  after(async () => {
-    await browser?.close().catch(() => {})
-    await stopServe(server)
-    if (machine) rmSync(machine.root, { recursive: true, force: true })
-  })
+  after(() => tearDown({ browser, server, machine }))
 
   test("shows the empty state and the config folders derived from this HOME", async () => {
     const empty = page.getByTestId("empty-state")
@@ -179,8 +62,7 @@ describe("status page on an empty machine, then live", () => {
     await page.locator("[data-testid=live][data-live=connected]").waitFor({ timeout: WAIT })
     assert.match(await page.getByTestId("footer").innerText(), new RegExp(escapeRe(machine.data)))
     assert.deepEqual(problems, [])
-    mkdirSync(artifacts, { recursive: true })
-    await page.screenshot({ path: join(artifacts, "status-page-empty.png"), fullPage: true })
+    await saveScreenshot(page, "status-page-empty.png")
   })
 
   test("the API refuses a request without the token", async () => {
@@ -190,7 +72,7 @@ describe("status page on an empty machine, then live", () => {
     assert.equal(wrong.status, 401)
     const events = await fetch(`${server.origin}/api/events`)
     assert.equal(events.status, 401)
-    const ok = await fetch(`${server.origin}/api/status`, { headers: { authorization: `Bearer ${server.token}` } })
+    const ok = await fetchStatus(server)
     assert.equal(ok.status, 200)
     const snap = await ok.json()
     assert.ok(snap.config_dirs.some((d) => d.path === machine.globalDir))
@@ -240,9 +122,7 @@ describe("status page on an empty machine, then live", () => {
   })
 
   test("saves a screenshot", async () => {
-    mkdirSync(artifacts, { recursive: true })
-    const path = join(artifacts, "status-page.png")
-    await page.screenshot({ path, fullPage: true })
+    const path = await saveScreenshot(page, "status-page.png")
     assert.ok(existsSync(path))
   })
 })
@@ -297,27 +177,20 @@ describe("status page with several sources and diagnostics", () => {
     )
     server = await startServe(machine)
     browser = await launchBrowser()
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } })
-    problems = watchPage(page)
-    await page.goto(server.url)
-    await page.waitForSelector("body[data-ready='1']", { timeout: WAIT })
+    ;({ page, problems } = await openPage(browser, server.url, { width: 1280, height: 900 }))
   })
 
-  after(async () => {
-    await browser?.close().catch(() => {})
-    await stopServe(server)
-    if (machine) rmSync(machine.root, { recursive: true, force: true })
-  })
+  after(() => tearDown({ browser, server, machine }))
 
   test("every source of the snapshot has a row with its state, and diagnostics show", async () => {
-    const res = await fetch(`${server.origin}/api/status`, { headers: { authorization: `Bearer ${server.token}` } })
+    const res = await fetchStatus(server)
     const snap = await res.json()
     assert.ok(snap.sources.length >= 5, `expected the fixture's sources, got ${snap.sources.length}`)
-    await page.waitForFunction((rev) => Number(document.body.dataset.revision) >= rev, snap.revision, { timeout: WAIT })
+    await waitForRevision(page, snap.revision)
 
     assert.equal(await page.locator("[data-testid=source]").count(), snap.sources.length)
     for (const s of snap.sources) {
-      const row = page.locator(`[data-testid=source][data-source-id="${s.id}"]`)
+      const row = sourceRow(page, s.id)
       assert.equal(await row.getAttribute("data-state"), s.state, s.id)
       assert.equal(await row.getByTestId("source-entry").innerText(), s.entry)
       assert.equal(await row.locator("[data-testid=diagnostic]").count(), s.diagnostics.length, s.id)
@@ -342,35 +215,13 @@ describe("status page with several sources and diagnostics", () => {
   })
 
   test("uses the Tauri bridge when window.__TAURI__ is present", async () => {
-    const res = await fetch(`${server.origin}/api/status`, { headers: { authorization: `Bearer ${server.token}` } })
+    const res = await fetchStatus(server)
     const snap = await res.json()
     const tauriPage = await browser.newPage({ viewport: { width: 1024, height: 768 } })
-    const apiRequests = []
-    tauriPage.on("request", (r) => {
-      if (new URL(r.url()).pathname.startsWith("/api/")) apiRequests.push(r.url())
-    })
+    const apiRequests = watchApiRequests(tauriPage)
     try {
       // A stand-in for withGlobalTauri: `invoke('status')` and `listen('status-changed')`.
-      await tauriPage.addInitScript((snapshot) => {
-        const listeners = []
-        window.__TAURI__ = {
-          core: {
-            invoke: async (cmd) => {
-              if (cmd === "status") return snapshot
-              throw new Error(`unknown command ${cmd}`)
-            },
-          },
-          event: {
-            listen: async (name, handler) => {
-              listeners.push({ name, handler })
-              return () => {}
-            },
-          },
-        }
-        window.__emitTauri = (name, payload) => {
-          for (const l of listeners) if (l.name === name) l.handler({ event: name, id: 1, payload })
-        }
-      }, snap)
+      await stubTauriBridge(tauriPage, snap)
       await tauriPage.goto(`${server.origin}/`) // no token: the bridge needs none
       await tauriPage.waitForSelector("body[data-ready='1']", { timeout: WAIT })
       assert.equal(await tauriPage.locator("[data-testid=source]").count(), snap.sources.length)
@@ -409,9 +260,7 @@ describe("status page with several sources and diagnostics", () => {
   })
 
   test("saves a screenshot for the README", async () => {
-    mkdirSync(artifacts, { recursive: true })
-    const path = join(artifacts, "status-page-sources.png")
-    await page.screenshot({ path, fullPage: true })
+    const path = await saveScreenshot(page, "status-page-sources.png")
     assert.ok(existsSync(path))
   })
 })
@@ -427,18 +276,9 @@ describe("tools and plugin hosts once sources are approved with the CLI", () => 
   let pluginId
   let toolId
 
-  const status = async () => {
-    const res = await fetch(`${server.origin}/api/status`, { headers: { authorization: `Bearer ${server.token}` } })
-    assert.equal(res.status, 200)
-    return res.json()
-  }
-  const approveAll = () =>
-    execFileSync(berthBin, ["approve", "--all", "--data-dir", machine.data, "--project", machine.project], {
-      env: machine.env,
-      cwd: machine.project,
-      encoding: "utf8",
-    })
-  const card = (id) => page.locator(`[data-testid=source][data-source-id="${id}"]`)
+  const status = () => fetchSnapshot(server)
+  const approveAll = () => berthText(machine, ["approve", "--all"])
+  const card = (id) => sourceRow(page, id)
 
   before(async () => {
     machine = scratchMachine("tools")
@@ -466,17 +306,10 @@ describe("tools and plugin hosts once sources are approved with the CLI", () => 
     toolId = snap.sources.find((s) => s.kind === "standalone-tool")?.id
     assert.ok(pluginId && toolId, JSON.stringify(snap.sources.map((s) => [s.kind, s.id])))
     browser = await launchBrowser()
-    page = await browser.newPage({ viewport: { width: 1180, height: 900 } })
-    problems = watchPage(page)
-    await page.goto(server.url)
-    await page.waitForSelector("body[data-ready='1']", { timeout: WAIT })
+    ;({ page, problems } = await openPage(browser, server.url, { width: 1180, height: 900 }))
   })
 
-  after(async () => {
-    await browser?.close().catch(() => {})
-    await stopServe(server)
-    if (machine) rmSync(machine.root, { recursive: true, force: true })
-  })
+  after(() => tearDown({ browser, server, machine }))
 
   test("before any approval: no tools, no host, and both sections say why", async () => {
     const snap = await status()
@@ -512,7 +345,7 @@ describe("tools and plugin hosts once sources are approved with the CLI", () => 
     })
     await hostRow.waitFor({ timeout: LOAD_WAIT })
     const snap = await status()
-    await page.waitForFunction((rev) => Number(document.body.dataset.revision) >= rev, snap.revision, { timeout: WAIT })
+    await waitForRevision(page, snap.revision)
     assert.ok(snap.hosts.length >= 1, JSON.stringify(snap.hosts))
     const host = page.locator(`[data-testid=host][data-pid="${snap.hosts[0].pid}"]`)
     assert.equal(await host.count(), 1)
@@ -551,10 +384,8 @@ describe("tools and plugin hosts once sources are approved with the CLI", () => 
     assert.match(await page.getByTestId("summary").innerText(), /All 2 sources are active/)
     assert.deepEqual(problems, [])
 
-    mkdirSync(artifacts, { recursive: true })
     await page.evaluate(() => window.scrollTo(0, 0))
-    const path = join(artifacts, "tools-and-hosts.png")
-    await page.screenshot({ path, fullPage: true })
+    const path = await saveScreenshot(page, "tools-and-hosts.png")
     assert.ok(existsSync(path))
   })
 })

@@ -62,18 +62,22 @@ async fn approve(
     ids: Vec<String>,
 ) -> Result<Vec<String>, BerthError> {
     let berth = berth.inner().clone();
-    tauri::async_runtime::spawn_blocking(move || berth.decide(Some(&ids), Decision::Allow, "app"))
-        .await
-        .map_err(join_error)?
+    tauri::async_runtime::spawn_blocking(move || {
+        berth.decide(Some(&ids), Decision::Allow, "app", false)
+    })
+    .await
+    .map_err(join_error)?
 }
 
 /// Deny the given sources (the approval panel's "Deny").
 #[tauri::command]
 async fn deny(berth: tauri::State<'_, Berth>, ids: Vec<String>) -> Result<Vec<String>, BerthError> {
     let berth = berth.inner().clone();
-    tauri::async_runtime::spawn_blocking(move || berth.decide(Some(&ids), Decision::Deny, "app"))
-        .await
-        .map_err(join_error)?
+    tauri::async_runtime::spawn_blocking(move || {
+        berth.decide(Some(&ids), Decision::Deny, "app", false)
+    })
+    .await
+    .map_err(join_error)?
 }
 
 fn join_error(e: impl std::fmt::Display) -> BerthError {

@@ -126,3 +126,44 @@ fn an_unknown_id_fails_before_anything_is_recorded() {
     let (_, rows) = s.run_json(&["approvals"]);
     assert_eq!(rows["approvals"], serde_json::json!([]));
 }
+
+#[test]
+fn a_global_source_is_asked_once_and_a_project_may_override() {
+    let s = Sandbox::new();
+    s.write("home/.config/opencode/plugins/g.ts", &plugin_text(""));
+    let other = s.root.path().join("other-project");
+    std::fs::create_dir_all(&other).unwrap();
+    git_init(&other);
+    let in_other = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(berth_bin());
+        cmd.args(args)
+            .arg("--json")
+            .arg("--data-dir")
+            .arg(s.data_dir())
+            .arg("--project")
+            .arg(&other);
+        s.apply_env(&mut cmd);
+        parse_json_output(&cmd.output().unwrap())
+    };
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    // The same global plugin in another project: already decided.
+    let (_, v) = in_other(&["sources"]);
+    assert_eq!(source(&v, "g.ts")["approval"]["decision"], "allow");
+    let id = source(&v, "g.ts")["id"].as_str().unwrap().to_string();
+
+    // The other project turns it off for itself only.
+    let (code, _) = in_other(&["deny", &id, "--this-project"]);
+    assert_eq!(code, 0);
+    let (_, v) = in_other(&["sources"]);
+    assert_eq!(source(&v, "g.ts")["state"], "disabled");
+    let (_, v) = s.run_json(&["sources"]);
+    assert_eq!(
+        source(&v, "g.ts")["approval"]["decision"],
+        "allow",
+        "the first project keeps its decision"
+    );
+    let (_, rows) = s.run_json(&["approvals"]);
+    assert_schema("approvals", &rows);
+    assert_eq!(rows["approvals"][0]["project"], other.display().to_string());
+    assert_eq!(rows["approvals"][1]["project"], serde_json::Value::Null);
+}

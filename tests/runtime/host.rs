@@ -137,7 +137,7 @@ fn berth_with(dir: &std::path::Path, fixture: &str) -> Berth {
         log_file: None,
     })
     .unwrap();
-    berth.decide(None, Decision::Allow, "cli").unwrap();
+    berth.decide(None, Decision::Allow, "cli", false).unwrap();
     berth
 }
 

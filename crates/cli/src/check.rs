@@ -63,7 +63,7 @@ pub fn check(target: &str, out: &Out) -> Result<bool, BerthError> {
     // Download, code, contributions: up to three checkpoints, each approved for the author.
     let mut act = Default::default();
     for _ in 0..3 {
-        berth.decide(None, Decision::Allow, "cli")?;
+        berth.decide(None, Decision::Allow, "cli", false)?;
         act = rt.block_on(berth.activate());
         let waiting = berth.status().sources.iter().any(|s| {
             matches!(

@@ -82,11 +82,17 @@ enum Command {
         ids: Vec<String>,
         #[arg(long, conflicts_with = "ids")]
         all: bool,
+        /// Decide for this project only (overrides the decision for every project).
+        #[arg(long)]
+        this_project: bool,
     },
     /// Refuse sources: they are never imported, and running ones are withdrawn.
     Deny {
         #[arg(required = true)]
         ids: Vec<String>,
+        /// Decide for this project only (overrides the decision for every project).
+        #[arg(long)]
+        this_project: bool,
     },
     /// Every approval decision, newest first, with the digests it applies to.
     Approvals,
@@ -188,8 +194,17 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
     match &cli.command {
         Command::Status => out.status(&berth.status()),
         Command::Sources => out.sources(&berth.status()),
-        Command::Approve { ids, all } => {
-            let ids = berth.decide(if *all { None } else { Some(ids) }, Decision::Allow, "cli")?;
+        Command::Approve {
+            ids,
+            all,
+            this_project,
+        } => {
+            let ids = berth.decide(
+                if *all { None } else { Some(ids) },
+                Decision::Allow,
+                "cli",
+                *this_project,
+            )?;
             out.done(
                 serde_json::json!({ "approved": ids }),
                 &format!(
@@ -202,8 +217,8 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
                 ),
             );
         }
-        Command::Deny { ids } => {
-            let ids = berth.decide(Some(ids), Decision::Deny, "cli")?;
+        Command::Deny { ids, this_project } => {
+            let ids = berth.decide(Some(ids), Decision::Deny, "cli", *this_project)?;
             out.done(
                 serde_json::json!({ "denied": ids }),
                 &format!("denied: {}", ids.join(", ")),

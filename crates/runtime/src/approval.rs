@@ -33,7 +33,7 @@ pub fn backend_for(runtimes: &[RuntimeInfo]) -> RuntimeKind {
     }
 }
 
-pub fn key_for(source: &Source, domain: &str, backend: RuntimeKind) -> ApprovalKey {
+pub fn key_for(source: &Source, domain: &str, backend: RuntimeKind, project: &str) -> ApprovalKey {
     ApprovalKey {
         source_id: source.id.clone(),
         domain: domain.to_string(),
@@ -41,6 +41,7 @@ pub fn key_for(source: &Source, domain: &str, backend: RuntimeKind) -> ApprovalK
             RuntimeKind::Bun => "bun".into(),
             RuntimeKind::Node => "node".into(),
         },
+        project: project.to_string(),
     }
 }
 
@@ -203,8 +204,9 @@ pub fn gate(
     source: &Source,
     domain: &str,
     backend: RuntimeKind,
+    project: &str,
 ) -> Result<(), String> {
-    let key = key_for(source, domain, backend);
+    let key = key_for(source, domain, backend, project);
     let row = store.current_approval(&key).map_err(|e| e.to_string())?;
     // Import is checkpoint one; what the module then contributes is checked after it.
     match evaluate(source, row.as_ref(), &key, None) {

@@ -92,7 +92,7 @@ impl Berth {
             .iter()
             .filter(|s| s.kind == SourceKind::NpmPlugin && s.capabilities.contents_unknown)
         {
-            let key = approval::key_for(source, self.domain(), backend_now);
+            let key = approval::key_for(source, self.domain(), backend_now, &self.project_key());
             let approved = self
                 .with_store(|s| s.current_approval(&key))
                 .ok()
@@ -154,10 +154,12 @@ impl Berth {
                 )
         };
         for source in fresh.sources.iter().filter(loadable) {
-            let key = approval::key_for(source, self.domain(), backend);
+            let key = approval::key_for(source, self.domain(), backend, &self.project_key());
             let row = self.with_store(|s| s.current_approval(&key)).ok().flatten();
             let Some(row) = row else { continue };
-            match self.with_store(|s| approval::gate(s, source, self.domain(), backend)) {
+            match self.with_store(|s| {
+                approval::gate(s, source, self.domain(), backend, &self.project_key())
+            }) {
                 Ok(()) => {
                     cleared.insert(source.id.clone(), source);
                 }
@@ -259,7 +261,9 @@ impl Berth {
             // Revoked while the import ran: nothing of it is registered, and the code that
             // already ran is stopped with its host (the rest is reloaded on the next pass).
             let still_cleared = self
-                .with_store(|s| approval::gate(s, source, self.domain(), backend))
+                .with_store(|s| {
+                    approval::gate(s, source, self.domain(), backend, &self.project_key())
+                })
                 .is_ok();
             if loading.is_ok() && !still_cleared {
                 let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
@@ -291,7 +295,8 @@ impl Berth {
                         tools: loaded.iter().map(|t| t.name.clone()).collect(),
                         hooks: hooks.clone(),
                     };
-                    let key = approval::key_for(source, self.domain(), backend);
+                    let key =
+                        approval::key_for(source, self.domain(), backend, &self.project_key());
                     let _ = self.with_store(|s| {
                         s.record_contributions(&id, &source.digest, &key.backend, &observed)
                     });

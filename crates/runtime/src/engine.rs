@@ -119,6 +119,16 @@ impl Berth {
         Ok(berth)
     }
 
+    /// The project decisions may be limited to: the git worktree, else the directory.
+    pub(crate) fn project_key(&self) -> String {
+        let p = &self.status().project;
+        if p.has_git {
+            p.worktree.display().to_string()
+        } else {
+            p.directory.display().to_string()
+        }
+    }
+
     pub(crate) fn domain(&self) -> &str {
         &self.inner.domain
     }
@@ -220,12 +230,17 @@ impl Berth {
             .get()
             .map(|s| s.hosts_now())
             .unwrap_or_default();
+        let project_key = if g.has_git {
+            g.worktree.display().to_string()
+        } else {
+            g.directory.display().to_string()
+        };
         let sources: Vec<SourceView> = self.with_store(|store| {
             discovery
                 .sources
                 .iter()
                 .map(|src| {
-                    let key = approval::key_for(src, &self.inner.domain, backend);
+                    let key = approval::key_for(src, &self.inner.domain, backend, &project_key);
                     let row = store.current_approval(&key).ok().flatten();
                     let observed = store
                         .contributions(&src.id, &src.digest, &key.backend)
@@ -358,6 +373,7 @@ impl Berth {
         ids: Option<&[String]>,
         decision: Decision,
         decided_by: &str,
+        this_project_only: bool,
     ) -> Result<Vec<String>, BerthError> {
         self.rescan();
         let snapshot = self.status();
@@ -404,7 +420,7 @@ impl Berth {
         let backend = approval::backend_for(&self.inner.runtimes);
         self.with_store(|store| -> Result<(), BerthError> {
             for s in &chosen {
-                let key = approval::key_for(s, &self.inner.domain, backend);
+                let key = approval::key_for(s, &self.inner.domain, backend, &self.project_key());
                 let mut shown = serde_json::to_value(&s.capabilities).unwrap_or_default();
                 // What the loaded module showed (checkpoint two) is part of what is approved.
                 if let Some(c) = store.contributions(&s.id, &s.digest, &key.backend)? {
@@ -419,6 +435,7 @@ impl Berth {
                     capability_digest: &s.capability_digest,
                     shown: &shown,
                     decided_by,
+                    this_project_only,
                 })?;
             }
             Ok(())

@@ -245,7 +245,8 @@ async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Dec
     };
     let berth = s.berth.clone();
     let result =
-        tokio::task::spawn_blocking(move || berth.decide(Some(&body.ids), decision, "page")).await;
+        tokio::task::spawn_blocking(move || berth.decide(Some(&body.ids), decision, "page", false))
+            .await;
     match result {
         Ok(Ok(ids)) => Json(serde_json::json!({ "decided": ids })).into_response(),
         Ok(Err(e)) => (

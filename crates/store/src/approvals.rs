@@ -28,6 +28,9 @@ pub struct ApprovalKey {
     pub source_id: String,
     pub domain: String,
     pub backend: String,
+    /// The project the decision is looked up for: a decision recorded for this project wins
+    /// over one recorded for every project.
+    pub project: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -44,6 +47,8 @@ pub struct ApprovalRow {
     pub shown: serde_json::Value,
     pub decided_by: String,
     pub decided_at_ms: i64,
+    /// Set when the decision applies to one project only.
+    pub project: Option<String>,
 }
 
 /// A decision to record.
@@ -55,9 +60,11 @@ pub struct NewApproval<'a> {
     pub capability_digest: &'a str,
     pub shown: &'a serde_json::Value,
     pub decided_by: &'a str,
+    /// Record it for `key.project` only (otherwise for every project).
+    pub this_project_only: bool,
 }
 
-const COLUMNS: &str = "id, source_id, plugin_identity, domain, backend, decision, digest, capability_digest, shown_json, decided_by, decided_at_ms";
+const COLUMNS: &str = "id, source_id, plugin_identity, domain, backend, decision, digest, capability_digest, shown_json, decided_by, decided_at_ms, project";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
     let decision: String = r.get(5)?;
@@ -78,6 +85,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ApprovalRow> {
         shown: serde_json::from_str(&shown).unwrap_or(serde_json::Value::Null),
         decided_by: r.get(9)?,
         decided_at_ms: r.get(10)?,
+        project: r.get(11)?,
     })
 }
 
@@ -86,8 +94,8 @@ impl Store {
     pub fn record_approval(&self, a: &NewApproval<'_>) -> Result<i64, StoreError> {
         self.conn
             .execute(
-                "INSERT INTO approvals (source_id, plugin_identity, domain, backend, decision, digest, capability_digest, shown_json, decided_by, decided_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO approvals (source_id, plugin_identity, domain, backend, decision, digest, capability_digest, shown_json, decided_by, decided_at_ms, project)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     a.key.source_id,
                     a.plugin_identity,
@@ -99,6 +107,7 @@ impl Store {
                     a.shown.to_string(),
                     a.decided_by,
                     crate::open::now_ms(),
+                    a.this_project_only.then_some(a.key.project.as_str()),
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -109,8 +118,9 @@ impl Store {
     pub fn current_approval(&self, key: &ApprovalKey) -> Result<Option<ApprovalRow>, StoreError> {
         self.conn
             .query_row(
-                &format!("SELECT {COLUMNS} FROM approvals WHERE source_id = ?1 AND domain = ?2 AND backend = ?3 ORDER BY id DESC LIMIT 1"),
-                params![key.source_id, key.domain, key.backend],
+                // This project's own decision first, then the newest decision for every project.
+                &format!("SELECT {COLUMNS} FROM approvals WHERE source_id = ?1 AND domain = ?2 AND backend = ?3 AND (project IS NULL OR project = ?4) ORDER BY project IS NULL, id DESC LIMIT 1"),
+                params![key.source_id, key.domain, key.backend, key.project],
                 row,
             )
             .optional()

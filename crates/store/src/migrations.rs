@@ -58,6 +58,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         observed_at_ms INTEGER NOT NULL,
         PRIMARY KEY (source_id, digest, backend)
     ) STRICT;",
+    // 5: a decision may be limited to one project (a project overriding a global source).
+    "ALTER TABLE approvals ADD COLUMN project TEXT;",
 ];
 
 /// The schema version this build writes.

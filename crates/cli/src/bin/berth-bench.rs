@@ -197,7 +197,7 @@ fn main() {
         )
         .unwrap();
         let t = Instant::now();
-        berth.decide(None, Decision::Allow, "cli").unwrap();
+        berth.decide(None, Decision::Allow, "cli", false).unwrap();
         let r = rt
             .block_on(berth.invoke("t0000", serde_json::json!({ "text": "hi" }), None, None))
             .unwrap();
@@ -309,7 +309,7 @@ fn main() {
         .unwrap();
         let t = Instant::now();
         for _ in 0..2 {
-            berth.decide(None, Decision::Allow, "cli").unwrap();
+            berth.decide(None, Decision::Allow, "cli", false).unwrap();
             rt.block_on(berth.activate());
         }
         let loaded = berth.status().tools.len();

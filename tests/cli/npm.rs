@@ -82,21 +82,8 @@ fn install_scripts_never_run_and_the_package_is_judged_on_its_bytes() {
         .to_string()
         .contains("install scripts"));
     // Approve what the package really is, then what it contributes: its hook runs.
-    for _ in 0..2 {
-        assert_eq!(run(&s, &["approve", "--all"]).0, 0);
-        run(&s, &["tools"]);
-    }
-    let (code, v) = run(
-        &s,
-        &[
-            "hook",
-            "chat.params",
-            "--input",
-            "{}",
-            "--output",
-            r#"{"options":{}}"#,
-        ],
-    );
+    approve_through_activation(|a| run(&s, a));
+    let (code, v) = run_hook(|a| run(&s, a), "chat.params", "{}", r#"{"options":{}}"#);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["output"]["options"]["fromPackage"], true);
     assert!(!s.root.path().join("MARKER").exists());
@@ -132,24 +119,16 @@ fn a_real_plugin_from_npm_is_prepared_judged_and_loaded() {
         grew.contains("node:child_process") && grew.contains("process.env"),
         "{grew}"
     );
-    for _ in 0..2 {
-        assert_eq!(run(&s, &["approve", "--all"]).0, 0);
-        run(&s, &["tools"]);
-    }
+    approve_through_activation(|a| run(&s, a));
     let (_, v) = run(&s, &["sources"]);
     let src = source(&v, "opencode-wakatime");
     assert_eq!(src["approval"]["grew"], serde_json::json!([]), "{src}");
     // Legacy module: `chat.message` and `event` are among what it registers.
-    let (code, v) = run(
-        &s,
-        &[
-            "hook",
-            "chat.message",
-            "--input",
-            r#"{"sessionID":"s"}"#,
-            "--output",
-            r#"{"message":{},"parts":[]}"#,
-        ],
+    let (code, v) = run_hook(
+        |a| run(&s, a),
+        "chat.message",
+        r#"{"sessionID":"s"}"#,
+        r#"{"message":{},"parts":[]}"#,
     );
     assert_eq!(code, 0, "{v}");
 }

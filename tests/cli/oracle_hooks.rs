@@ -50,10 +50,7 @@ fn hooks_sandbox(order: &[&str]) -> Sandbox {
         .map(|p| Value::from(format!("./.opencode/lib/hook-{p}.ts")))
         .collect();
     s.write("project/opencode.json", &config.to_string());
-    for _ in 0..2 {
-        assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
-        assert_eq!(s.run_json(&["tools"]).0, 0);
-    }
+    approve_through_activation(|a| s.run_json(a));
     s
 }
 

@@ -85,23 +85,14 @@ fn contributions_beyond_the_approval_wait_for_a_second_approval() {
 #[test]
 fn hooks_run_in_plugin_order_with_opencodes_read_back() {
     let s = plugin_sandbox(&["v1-hooks-a.ts", "legacy-hooks-b.ts"]);
-    for _ in 0..2 {
-        // Checkpoint one, load, checkpoint two.
-        assert_eq!(run(&s, &["approve", "--all"]).0, 0);
-        run(&s, &["tools"]);
-    }
+    approve_through_activation(|a| run(&s, a));
     // legacy-hooks-b.ts sorts before v1-hooks-a.ts (ledger D-002); inside b, Alpha runs
     // before Zeta (alphabetical export order, as OpenCode).
-    let (code, v) = run(
-        &s,
-        &[
-            "hook",
-            "chat.params",
-            "--input",
-            r#"{"sessionID":"s"}"#,
-            "--output",
-            r#"{"options":{}}"#,
-        ],
+    let (code, v) = run_hook(
+        |a| run(&s, a),
+        "chat.params",
+        r#"{"sessionID":"s"}"#,
+        r#"{"options":{}}"#,
     );
     assert_eq!(code, 0, "{v}");
     assert_eq!(
@@ -110,34 +101,21 @@ fn hooks_run_in_plugin_order_with_opencodes_read_back() {
     );
     // Zeta reassigns `output.args`; OpenCode runs the tool with the original object, so the
     // read-back ignores the reassignment (and what later plugins did to the new object).
-    let (_, v) = run(
-        &s,
-        &[
-            "hook",
-            "tool.execute.before",
-            "--input",
-            r#"{"tool":"bash"}"#,
-            "--output",
-            r#"{"args":{"command":"ls"}}"#,
-        ],
+    let (_, v) = run_hook(
+        |a| run(&s, a),
+        "tool.execute.before",
+        r#"{"tool":"bash"}"#,
+        r#"{"args":{"command":"ls"}}"#,
     );
     assert_eq!(v["output"]["args"], serde_json::json!({ "command": "ls" }));
     // Negative control: without the reassigning plugin, in-place mutation is kept.
     let s2 = plugin_sandbox(&["v1-hooks-a.ts"]);
-    for _ in 0..2 {
-        run(&s2, &["approve", "--all"]);
-        run(&s2, &["tools"]);
-    }
-    let (_, v) = run(
-        &s2,
-        &[
-            "hook",
-            "tool.execute.before",
-            "--input",
-            r#"{"tool":"bash"}"#,
-            "--output",
-            r#"{"args":{"command":"ls"}}"#,
-        ],
+    approve_through_activation(|a| run(&s2, a));
+    let (_, v) = run_hook(
+        |a| run(&s2, a),
+        "tool.execute.before",
+        r#"{"tool":"bash"}"#,
+        r#"{"args":{"command":"ls"}}"#,
     );
     assert_eq!(
         v["output"]["args"],
@@ -193,32 +171,20 @@ fn secrets_from_chat_headers_and_shell_env_reach_the_caller_but_no_file_berth_wr
             .env("BERTH_LOG", "trace");
         parse_json_output(&cmd.output().unwrap())
     };
-    for _ in 0..2 {
-        assert_eq!(run_c(&["approve", "--all"]).0, 0);
-        run_c(&["tools"]);
-    }
-    let (code, v) = run_c(&[
-        "hook",
+    approve_through_activation(run_c);
+    let (code, v) = run_hook(
+        run_c,
         "chat.headers",
-        "--input",
         r#"{"sessionID":"s"}"#,
-        "--output",
         r#"{"headers":{}}"#,
-    ]);
+    );
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         v["output"]["headers"]["authorization"],
         format!("Bearer {canary}"),
         "the caller gets the value"
     );
-    let (_, v) = run_c(&[
-        "hook",
-        "shell.env",
-        "--input",
-        r#"{"cwd":"/"}"#,
-        "--output",
-        r#"{"env":{}}"#,
-    ]);
+    let (_, v) = run_hook(run_c, "shell.env", r#"{"cwd":"/"}"#, r#"{"env":{}}"#);
     assert_eq!(v["output"]["env"]["API_KEY"], canary);
     let (_, status) = run_c(&["status"]);
     assert!(
@@ -303,10 +269,7 @@ fn dollar_is_bun_shell_on_bun_and_an_honest_per_call_error_on_node() {
             }
             parse_json_output(&cmd.output().unwrap())
         };
-        for _ in 0..2 {
-            assert_eq!(run_b(&["approve", "--all"]).0, 0);
-            run_b(&["tools"]);
-        }
+        approve_through_activation(run_b);
         let (code, r) = run_b(&["invoke", "shell_echo"]);
         if expect_ok {
             assert_eq!(code, 0, "{r}");

@@ -150,3 +150,22 @@ impl jsonschema::Retrieve for SchemaDir {
         }
     }
 }
+
+/// Approves every waiting source and activates, twice: checkpoint one (the bytes), the load,
+/// then checkpoint two (what the loaded module registers). `run` runs one `berth` command.
+pub fn approve_through_activation(run: impl Fn(&[&str]) -> (i32, serde_json::Value)) {
+    for _ in 0..2 {
+        assert_eq!(run(&["approve", "--all"]).0, 0);
+        assert_eq!(run(&["tools"]).0, 0);
+    }
+}
+
+/// `berth hook NAME --input INPUT --output OUTPUT` through `run`.
+pub fn run_hook(
+    run: impl Fn(&[&str]) -> (i32, serde_json::Value),
+    name: &str,
+    input: &str,
+    output: &str,
+) -> (i32, serde_json::Value) {
+    run(&["hook", name, "--input", input, "--output", output])
+}

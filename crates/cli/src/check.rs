@@ -48,37 +48,27 @@ pub fn check(target: &str, out: &Out) -> Result<bool, BerthError> {
         env,
         log_file: None,
     })?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            BerthError::new(
-                code::TEMPORARILY_UNAVAILABLE,
-                "check",
-                e.to_string(),
-                "retry",
-            )
-        })?;
     // Download, code, contributions: up to three checkpoints, each approved for the author.
-    let mut act = Default::default();
-    for _ in 0..3 {
-        berth.decide(None, Decision::Allow, "cli", false)?;
-        act = rt.block_on(berth.activate());
-        let waiting = berth.status().sources.iter().any(|s| {
-            matches!(
-                s.state,
-                berth_discovery::SourceState::PendingApproval
-                    | berth_discovery::SourceState::PendingActivation
-            )
-        });
-        if !waiting {
-            break;
+    let act = crate::block_on(async {
+        let mut act = berth_runtime::catalog::Activation::default();
+        for _ in 0..3 {
+            berth.decide(None, Decision::Allow, "cli", false)?;
+            act = berth.activate().await;
+            let waiting = berth.status().sources.iter().any(|s| {
+                matches!(
+                    s.state,
+                    berth_discovery::SourceState::PendingApproval
+                        | berth_discovery::SourceState::PendingActivation
+                )
+            });
+            if !waiting {
+                break;
+            }
         }
-    }
-    rt.block_on(berth.shutdown_hosts());
+        berth.shutdown_hosts().await;
+        Ok::<_, BerthError>(act)
+    })??;
     let status = berth.status();
-    let act: berth_runtime::catalog::Activation = act;
     let mut problems: Vec<serde_json::Value> = act
         .problems
         .iter()

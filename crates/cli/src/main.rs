@@ -304,7 +304,8 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
     Ok(Outcome::Ok)
 }
 
-fn block_on<T>(fut: impl std::future::Future<Output = T>) -> Result<T, BerthError> {
+/// Runs `fut` on a fresh two-thread runtime (one-shot commands).
+pub(crate) fn block_on<T>(fut: impl std::future::Future<Output = T>) -> Result<T, BerthError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

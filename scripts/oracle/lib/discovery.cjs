@@ -10,6 +10,7 @@ const os = require("node:os")
 const path = require("node:path")
 const net = require("node:net")
 const { spawn, spawnSync } = require("node:child_process")
+const { sleep, freePort, curl, killGroup, readJsonLines } = require("./proc.cjs")
 
 const ROOT = path.resolve(__dirname, "..", "..", "..")
 const FIXTURES = path.join(ROOT, "fixtures", "discovery")
@@ -32,7 +33,6 @@ const PATH_ENV = new Set([
 // A registry that refuses connections: npm plugin installs fail at once instead of downloading.
 const DEAD_REGISTRY = "http://127.0.0.1:9/"
 
-const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 const now = () => Number(process.hrtime.bigint() / 1000000n)
 
 function die(msg) {
@@ -205,14 +205,6 @@ function placeholders(value, c) {
 
 const stripAnsi = (s) => s.replace(/\x1b\[[0-9;]*m/g, "")
 
-function readLoadLog(file) {
-  if (!fs.existsSync(file)) return []
-  return fs
-    .readFileSync(file, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => JSON.parse(l))
-}
 
 function specOf(entry) {
   return Array.isArray(entry) ? entry[0] : entry
@@ -278,65 +270,13 @@ function debugConfig(c) {
   } else {
     out.error = stripAnsi(r.stderr).trim()
   }
-  out.loaded = readLoadLog(log)
+  out.loaded = readJsonLines(log)
   return out
 }
 
-function freePort() {
-  // Synchronous trick: let a child node process find a free port.
-  const r = run(process.execPath, [
-    "-e",
-    "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})",
-  ])
-  return Number(r.stdout.trim())
-}
 
-function curl(url, seconds) {
-  const r = spawnSync("curl", ["-s", "-m", String(seconds), "-w", "\n%{http_code}", url], {
-    encoding: "utf8",
-    maxBuffer: 64 * 1024 * 1024,
-  })
-  const text = r.stdout ?? ""
-  const i = text.lastIndexOf("\n")
-  const status = Number(text.slice(i + 1)) || 0
-  const body = text.slice(0, i)
-  let json
-  try {
-    json = JSON.parse(body)
-  } catch {
-    json = undefined
-  }
-  return { status, body, json }
-}
 
-// Live (non-zombie) members of a process group, from /proc (Linux). Zombies count as gone: while this
-// script blocks synchronously, node cannot reap its child, so kill(-pgid, 0) alone would not do.
-function groupAlive(pgid) {
-  for (const p of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue
-    let stat
-    try {
-      stat = fs.readFileSync(`/proc/${p}/stat`, "utf8")
-    } catch {
-      continue
-    }
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ") // state ppid pgrp ...
-    if (Number(f[2]) === pgid && f[0] !== "Z") return true
-  }
-  return false
-}
 
-function killGroup(child) {
-  const signal = (sig) => {
-    try {
-      process.kill(-child.pid, sig)
-    } catch {}
-  }
-  signal("SIGTERM")
-  for (let i = 0; i < 50 && groupAlive(child.pid); i++) sleep(100)
-  if (groupAlive(child.pid)) signal("SIGKILL")
-  for (let i = 0; i < 20 && groupAlive(child.pid); i++) sleep(100)
-}
 
 /**
  * `opencode serve` in the instance directory; asks for the tool ids, paths and config of the
@@ -377,9 +317,9 @@ function serve(c, opts = {}) {
     if (cfg.status === 200 && cfg.json) result.config_plugin = cfg.json.plugin ?? []
     result.ms = now() - t0
   } finally {
-    killGroup(child)
+    killGroup(child.pid)
   }
-  result.loaded = readLoadLog(log)
+  result.loaded = readJsonLines(log)
   const loadErrors = fs
     .readFileSync(stderrFile, "utf8")
     .split("\n")

@@ -6,7 +6,7 @@
 const fs = require("node:fs")
 const path = require("node:path")
 const { spawn } = require("node:child_process")
-const { killGroup, sleep } = require("./server.cjs")
+const { killGroup, sleep, readJsonLines } = require("./proc.cjs")
 
 const MOCK = path.join(__dirname, "mock-model.cjs")
 
@@ -45,13 +45,5 @@ function startMock(dir, { maxSeconds = 300, maxRequests = 200, waitSeconds = 10 
   return { port, pid: child.pid, logFile, stop }
 }
 
-function readJsonLines(file) {
-  if (!fs.existsSync(file)) return []
-  return fs
-    .readFileSync(file, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => JSON.parse(l))
-}
 
 module.exports = { startMock, readJsonLines }

@@ -18,7 +18,11 @@ const socketPath = env.BERTH_HOST_SOCKET
 const secret = env.BERTH_HOST_SECRET
 const generation = Number(env.BERTH_HOST_GENERATION)
 const depsDir = env.BERTH_HOST_DEPS
-for (const k of ["BERTH_HOST_SOCKET", "BERTH_HOST_SECRET", "BERTH_HOST_GENERATION"]) delete env[k]
+// The loopback compatibility service (`serverUrl`) and the token that opens it to this host only.
+const serverUrl = new URL(env.BERTH_HOST_SERVER_URL ?? "http://127.0.0.1:9/")
+const serverToken = env.BERTH_HOST_SERVER_TOKEN ?? ""
+for (const k of ["BERTH_HOST_SOCKET", "BERTH_HOST_SECRET", "BERTH_HOST_GENERATION", "BERTH_HOST_SERVER_URL", "BERTH_HOST_SERVER_TOKEN"]) delete env[k]
+installServerToken()
 
 const isBun = typeof globalThis.Bun !== "undefined"
 const runtime = isBun ? "bun" : "node"
@@ -50,6 +54,26 @@ async function installResolver() {
   const { register } = await import("node:module")
   const hooks = new URL("./node-loader.mjs", import.meta.url).href
   register(hooks, { data: { depsDir } })
+}
+
+/**
+ * Requests this process makes to its own `serverUrl` carry the token (plugins fetch it with
+ * plain `fetch`, as they do against OpenCode); requests anywhere else are untouched.
+ */
+function installServerToken() {
+  const original = globalThis.fetch
+  if (typeof original !== "function") return
+  globalThis.fetch = function fetch(input, init) {
+    try {
+      const url = new URL(typeof input === "string" || input instanceof URL ? String(input) : input.url)
+      if (url.origin === serverUrl.origin) {
+        const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined))
+        headers.set("x-berth-token", serverToken)
+        return original.call(this, input, { ...init, headers })
+      }
+    } catch {}
+    return original.call(this, input, init)
+  }
 }
 
 // ---- framing -------------------------------------------------------------------------------
@@ -109,7 +133,27 @@ process.on("uncaughtException", (e) => process.stderr.write(`berth-host: uncaugh
 const cancels = new Map() // cancel_id -> AbortController
 const toolDefs = new Map() // `${instance}\u0000${name}` -> tool definition (tool files and plugin `tool` hooks)
 
+const ups = new Map() // up id -> {resolve, reject}
+let nextUp = 1
+
+/** A call from plugin code into Berth; answered by one `down` frame. */
+function upcall(instance, method, body) {
+  const up = nextUp++
+  return new Promise((resolve, reject) => {
+    ups.set(up, { resolve, reject })
+    send({ t: "up", v: PROTOCOL_VERSION, up, instance, method, body: body ?? null })
+  })
+}
+
 function onMessage(msg) {
+  if (msg.t === "down") {
+    const waiter = ups.get(msg.up)
+    if (!waiter) return
+    ups.delete(msg.up)
+    if (msg.ok) waiter.resolve(msg.value)
+    else waiter.reject(fail(msg.error?.code ?? "plugin-failed", msg.error?.message ?? "Berth refused the call"))
+    return
+  }
   if (msg.t === "cancel") {
     cancels.get(msg.cancel_id)?.abort(new Error("cancelled"))
     return
@@ -144,6 +188,10 @@ async function handle(msg) {
       return loadPlugin(msg.instance, msg.body)
     case "hook-chain":
       return hookChain(msg.body)
+    case "auth-authorize":
+      return authAuthorize(msg.instance, msg.body)
+    case "auth-callback":
+      return authCallback(msg.body)
     default:
       throw fail("unsupported", `unknown call kind ${msg.kind}`)
   }
@@ -256,8 +304,16 @@ async function invoke(msg) {
     metadata(input) {
       send({ t: "meta", v: PROTOCOL_VERSION, id: msg.id, title: input?.title ?? null, metadata: input?.metadata ?? null })
     },
+    /** OpenCode's `ask`: resolves when allowed, rejects when denied or unanswered. */
     async ask(request) {
-      throw fail("action-required", `the tool asks for permission "${request?.permission ?? "?"}"; permission prompts are answered in the Berth app (not available on this path yet)`)
+      await upcall(msg.instance, "permission.ask", {
+        tool: name,
+        sessionID: context?.sessionID ?? "berth",
+        messageID: context?.messageID ?? `msg_${msg.id}`,
+        callID: context?.callID ?? `call_${msg.id}`,
+        deadlineMs: msg.deadline_ms,
+        request: { permission: request?.permission, patterns: request?.patterns ?? [], always: request?.always ?? [], metadata: request?.metadata ?? {} },
+      })
     },
   }
   try {
@@ -327,7 +383,15 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
   hooksByInstance.set(instance, collected)
   const tools = []
   const hookNames = new Set()
+  const auth = []
   for (const hooks of collected) {
+    if (isPlainObject(hooks.auth) && typeof hooks.auth.provider === "string") {
+      const methods = Array.isArray(hooks.auth.methods) ? hooks.auth.methods : []
+      auth.push({
+        provider: hooks.auth.provider,
+        methods: methods.map((m) => ({ type: String(m?.type ?? ""), label: String(m?.label ?? ""), prompts: Array.isArray(m?.prompts) ? m.prompts.map((p) => ({ type: p?.type, key: p?.key, message: p?.message })) : [] })),
+      })
+    }
     for (const [name, value] of Object.entries(hooks)) {
       if (name === "tool" && isPlainObject(value)) {
         for (const [toolName, def] of Object.entries(value)) {
@@ -340,60 +404,75 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
       }
     }
   }
-  return { id: id ?? null, factories: factories.length, hooks: [...hookNames].sort(), tools }
+  return { id: id ?? null, factories: factories.length, hooks: [...hookNames].sort(), tools, auth }
+}
+
+// ---- auth hooks: login flows ------------------------------------------------------------------
+const flows = new Map() // flow id -> callback of an OAuth result
+let nextFlow = 1
+
+/** The last `auth` hook of `instance` for `provider` (as `opencode auth login` picks). */
+function authHookOf(instance, provider) {
+  const found = (hooksByInstance.get(instance) ?? []).filter((h) => isPlainObject(h.auth) && h.auth.provider === provider)
+  const hook = found.at(-1)?.auth
+  if (!hook) throw fail("unsupported", `${instance} registers no login for provider ${provider}`)
+  return hook
+}
+
+/** Starts one login method. Credentials travel back to the supervisor only, never to a log. */
+async function authAuthorize(instance, { provider, method, inputs }) {
+  const m = authHookOf(instance, provider).methods?.[method]
+  if (!m) throw fail("invalid-arguments", `provider ${provider} has no login method ${method}`)
+  if (typeof m.authorize !== "function") {
+    if (m.type === "api") return { kind: "key-needed" }
+    throw fail("invalid-response", `login method ${method} of ${provider} has no authorize()`)
+  }
+  const r = await m.authorize(inputs ?? {})
+  if (isPlainObject(r) && typeof r.url === "string" && typeof r.callback === "function") {
+    const flow = `flow_${nextFlow++}`
+    flows.set(flow, r.callback)
+    return { kind: "oauth", flow, url: r.url, instructions: String(r.instructions ?? ""), method: r.method === "code" ? "code" : "auto" }
+  }
+  if (isPlainObject(r) && (r.type === "success" || r.type === "failed")) return { kind: "result", result: r }
+  throw fail("invalid-response", `login method ${method} of ${provider} returned neither a result nor an OAuth step`)
+}
+
+async function authCallback({ flow, code }) {
+  const callback = flows.get(flow)
+  if (!callback) throw fail("invalid-arguments", `no login in progress with id ${flow}`)
+  flows.delete(flow)
+  const r = await (code === null || code === undefined ? callback() : callback(code))
+  if (!isPlainObject(r)) throw fail("invalid-response", "the OAuth callback returned no result")
+  return { result: r }
 }
 
 
-const OPENCODE_VERSION = "1.18.4"
-
-/** What to use instead, for the client groups Berth does not serve yet. */
-const ALTERNATIVES = {
-  tui: "show messages with client.app.log; Berth's app shows plugin messages in its log",
-  session: "Berth runs no OpenCode sessions; use tool context (ctx.sessionID, ctx.messages) inside tools",
-  config: "read your options from the plugin's second argument",
-  auth: "credentials are stored by Berth's approval flow (not yet available to plugins)",
-}
 
 /**
- * The v1 SDK client (`@opencode-ai/sdk` 1.18.4) as Berth serves it: `app.log` goes to Berth's
- * log; every other method answers, without throwing (hey-api style `{ data, error }`), a
- * stable `unsupported` error naming the method, the OpenCode version, the plugin and what to do
- * instead. Writes never pretend to succeed; unknown methods never crash, hang or loop.
+ * The v1 SDK client (`@opencode-ai/sdk` 1.18.4) as Berth serves it: every method goes to Berth
+ * (crates/runtime/src/world.rs decides: served, or a stable `unsupported` answer naming the
+ * method, the OpenCode version, the plugin and an alternative). Answers have the SDK's
+ * hey-api shape `{ data, error }` and throw only with `throwOnError`, as the SDK does. Unknown
+ * methods never crash, hang or loop.
  */
 function makeClient(instance) {
-  const warned = new Set()
-  const supported = {
-    "app.log": async (options) => {
-      const body = options?.body ?? {}
-      const message = `${body.service ? `[${body.service}] ` : ""}${String(body.message ?? "")}`
-      send({ t: "note", v: PROTOCOL_VERSION, instance, level: String(body.level ?? "info"), message })
-      return { data: true, error: undefined }
-    },
-  }
-  const unsupported = (path) => async () => {
-    const group = path.split(".")[0]
-    if (!warned.has(path)) {
-      warned.add(path)
-      process.stderr.write(`berth-host: ${instance} called client.${path}, which Berth does not support\n`)
+  const call = async (path, options) => {
+    let answer
+    try {
+      answer = await upcall(instance, `client.${path}`, plain(options))
+    } catch (e) {
+      answer = { status: 503, error: { name: "UnknownError", code: e?.berthCode ?? "temporarily-unavailable", message: String(e?.message ?? e) } }
     }
-    return {
-      data: undefined,
-      error: {
-        name: "UnsupportedError",
-        code: "unsupported",
-        method: path,
-        opencodeVersion: OPENCODE_VERSION,
-        plugin: instance,
-        message: `client.${path} (OpenCode ${OPENCODE_VERSION} API) is not supported by Berth; plugin ${instance}`,
-        alternative: ALTERNATIVES[group] ?? "none yet; the plugin should treat this call as unavailable",
-      },
-      response: undefined,
+    if (answer && "error" in answer) {
+      if (options?.throwOnError) throw Object.assign(new Error(answer.error?.message ?? answer.error?.data?.message ?? `client.${path} failed`), answer.error)
+      return { data: undefined, error: answer.error, response: undefined }
     }
+    return { data: answer?.data, error: undefined, response: undefined }
   }
   const node = (path) =>
     new Proxy(function () {}, {
       apply(_t, _this, args) {
-        return supported[path] ? supported[path](...args) : unsupported(path)()
+        return call(path, args[0])
       },
       get(_t, key) {
         if (typeof key !== "string" || key === "then" || key === "toJSON") return undefined
@@ -401,6 +480,16 @@ function makeClient(instance) {
       },
     })
   return node("")
+}
+
+/** The JSON-safe part of a client call's options (functions such as a custom fetch are dropped). */
+function plain(options) {
+  if (options === undefined || options === null) return null
+  try {
+    return JSON.parse(JSON.stringify({ path: options.path, query: options.query, body: options.body }))
+  } catch {
+    return null
+  }
 }
 
 /** On Node there is no Bun shell: each use fails on its own, with a stable error. */
@@ -419,7 +508,7 @@ function pluginInput(instance, context = {}) {
     directory: context.directory,
     worktree: context.worktree,
     experimental_workspace: { register() {} },
-    serverUrl: new URL("http://127.0.0.1:9/"),
+    serverUrl: new URL(serverUrl.href),
     $: isBun ? Bun.$ : nodeShell(instance),
   }
 }
@@ -444,10 +533,12 @@ async function hookChain({ name, instances, input, output }) {
   const kept = {}
   for (const key of IN_PLACE[name] ?? []) kept[key] = output?.[key]
   const steps = []
+  let answeredBy
   for (const instance of instances) {
     for (const hooks of hooksByInstance.get(instance) ?? []) {
       const fn = hooks[name]
       if (typeof fn !== "function") continue
+      const before = name === "permission.ask" ? output?.status : undefined
       if (name === "event") {
         try {
           Promise.resolve(fn(input)).catch((e) => process.stderr.write(`berth-host: ${instance} event hook failed: ${e?.message ?? e}\n`))
@@ -471,9 +562,10 @@ async function hookChain({ name, instances, input, output }) {
         throw err
       }
       if (name !== "config" && output !== undefined && !isPlainObject(output)) throw fail("invalid-response", `hook ${name} of ${instance} left output that is not an object`)
+      if (name === "permission.ask" && output?.status !== before) answeredBy = instance
       steps.push({ instance, ok: true })
     }
   }
   const final = isPlainObject(output) ? { ...output, ...kept } : output
-  return { output: final, steps }
+  return { output: final, steps, answeredBy }
 }

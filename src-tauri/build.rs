@@ -3,6 +3,12 @@ fn main() {
     // so that capabilities/default.json can grant exactly them to the main window.
     let attrs = tauri_build::Attributes::new()
         .config_path("../tauri.conf.json")
-        .app_manifest(tauri_build::AppManifest::new().commands(&["status", "approve", "deny"]));
+        .app_manifest(tauri_build::AppManifest::new().commands(&[
+            "status",
+            "approve",
+            "deny",
+            "answer_prompt",
+            "resume",
+        ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

@@ -70,6 +70,28 @@ async fn approve(
 }
 
 /// Deny the given sources (the approval panel's "Deny").
+/// The person's answer to a tool's permission prompt (`once`, `always`, `reject`).
+#[tauri::command]
+fn answer_prompt(
+    berth: tauri::State<'_, Berth>,
+    id: String,
+    reply: berth_runtime::world::PromptReply,
+) -> Result<(), BerthError> {
+    berth.answer_prompt(&id, reply)
+}
+
+/// Manual resume of paused plugin hosts; the backends that were paused.
+#[tauri::command]
+async fn resume(berth: tauri::State<'_, Berth>) -> Result<Vec<String>, BerthError> {
+    let berth = berth.inner().clone();
+    Ok(berth
+        .resume_hosts()
+        .await
+        .into_iter()
+        .map(|b| format!("{b:?}").to_lowercase())
+        .collect())
+}
+
 #[tauri::command]
 async fn deny(berth: tauri::State<'_, Berth>, ids: Vec<String>) -> Result<Vec<String>, BerthError> {
     let berth = berth.inner().clone();
@@ -115,7 +137,13 @@ pub fn run() {
 
     tauri::Builder::default()
         .manage(berth.clone())
-        .invoke_handler(tauri::generate_handler![status, approve, deny])
+        .invoke_handler(tauri::generate_handler![
+            status,
+            approve,
+            deny,
+            answer_prompt,
+            resume
+        ])
         .setup(move |app| {
             let handle = app.handle().clone();
             let mut events = berth.subscribe();
@@ -128,6 +156,8 @@ pub fn run() {
                 }
             })?;
             let watcher = berth_runtime::watch::watch(berth.clone())?;
+            // A person is here: a tool's permission prompt waits for them (non-blocking).
+            berth.enable_prompts();
             // Approved sources are activated (and revoked ones withdrawn) in the background;
             // the window never waits on it.
             let active = berth.clone();

@@ -77,6 +77,7 @@ fn every_sdk_client_method_works_or_answers_a_stable_unsupported_error() {
             && methods.contains(&"provider.oauth.authorize".to_string())
     );
 
+    let canary = "CANARY-5d0c-client-auth-set";
     let s = Sandbox::new();
     s.write(
         "project/.opencode/plugins/client-inventory.ts",
@@ -87,6 +88,7 @@ fn every_sdk_client_method_works_or_answers_a_stable_unsupported_error() {
     let run = |args: &[&str]| {
         let mut cmd = s.berth(args);
         cmd.arg("--json")
+            .env("BERTH_TEST_CANARY", canary)
             .env("BERTH_TEST_CLIENT_METHODS", &list)
             .env("BERTH_TEST_CLIENT_OUT", &out);
         parse_json_output(&cmd.output().unwrap())
@@ -111,9 +113,55 @@ fn every_sdk_client_method_works_or_answers_a_stable_unsupported_error() {
         log.contains("hello from client-inventory"),
         "app.log reached Berth's log"
     );
+    // Served: mapped to a Berth owner.
+    let data = |m: &str| results[m]["data"].clone();
+    assert_eq!(data("tui.showToast"), true, "a toast in the app");
+    assert!(data("config.get").is_object(), "the effective config");
+    let project = s.project().display().to_string();
+    assert_eq!(data("path.get")["directory"], project.as_str());
+    assert_eq!(data("project.current")["worktree"], project.as_str());
+    assert!(data("tool.ids").is_array());
+    assert_eq!(data("auth.set"), true, "stored in the OS keyring");
+    let domain = berth_runtime::approval::execution_domain();
+    let stored = keyring::Entry::new("berth", &format!("{domain}/auth/fixture-provider"))
+        .unwrap()
+        .get_password()
+        .expect("auth.set filed the credential in the keyring");
+    assert!(stored.contains(canary));
+    assert_not_in_any_file(&s.data_dir(), canary);
+    // Reads of a server with no sessions: empty where OpenCode allows empty, else not found.
+    assert_eq!(data("session.list"), serde_json::json!([]));
+    assert_eq!(data("session.status"), serde_json::json!({}));
+    for m in [
+        "session.get",
+        "session.messages",
+        "session.todo",
+        "session.children",
+    ] {
+        assert!(results[m]["data"].is_null(), "{m}: {}", results[m]);
+        assert_eq!(results[m]["error"]["name"], "NotFoundError", "{m}");
+    }
+    // serverUrl: the same answers over loopback HTTP, only for this host.
+    let url = &results["serverUrl"];
+    assert!(url["href"]
+        .as_str()
+        .unwrap()
+        .starts_with("http://127.0.0.1:"));
+    assert_eq!(url["config"]["status"], 200);
+    assert_eq!(url["config"]["body"], data("config.get"));
+    assert_eq!(url["unsupported"]["status"], 501);
+    assert_eq!(
+        url["unsupported"]["body"]["data"]["opencodeVersion"],
+        "1.18.4"
+    );
+    assert_eq!(
+        url["withoutToken"], 401,
+        "a request without the host's token"
+    );
+
     for m in methods
         .iter()
-        .filter(|m| *m != "app.log")
+        .filter(|m| !SERVED.contains(&m.as_str()))
         .chain(std::iter::once(&"nope.nothing".to_string()))
     {
         let r = &results[m.as_str()];
@@ -132,4 +180,26 @@ fn every_sdk_client_method_works_or_answers_a_stable_unsupported_error() {
         );
         assert!(!e["alternative"].as_str().unwrap().is_empty());
     }
+    // One diagnostic per unsupported method, not a storm.
+    let warned = log
+        .matches("a plugin called a client method Berth does not support")
+        .count();
+    assert!(warned <= methods.len() + 1, "{warned} warnings");
 }
+
+/// The methods Berth serves (every other SDK method answers `unsupported`).
+const SERVED: &[&str] = &[
+    "app.log",
+    "tui.showToast",
+    "config.get",
+    "path.get",
+    "project.current",
+    "tool.ids",
+    "auth.set",
+    "session.list",
+    "session.status",
+    "session.get",
+    "session.messages",
+    "session.todo",
+    "session.children",
+];

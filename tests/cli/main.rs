@@ -18,3 +18,4 @@ mod plugins;
 mod serve;
 mod status;
 mod store;
+mod world;

@@ -3,15 +3,6 @@
 
 use crate::support::*;
 
-fn plugin_sandbox(files: &[&str]) -> Sandbox {
-    let s = Sandbox::new();
-    for f in files {
-        let text = std::fs::read_to_string(repo_root().join("fixtures/plugins").join(f)).unwrap();
-        s.write(&format!("project/.opencode/plugins/{f}"), &text);
-    }
-    s
-}
-
 fn run(s: &Sandbox, args: &[&str]) -> (i32, serde_json::Value) {
     let mut cmd = s.berth(args);
     cmd.arg("--json")
@@ -192,23 +183,7 @@ fn secrets_from_chat_headers_and_shell_env_reach_the_caller_but_no_file_berth_wr
         "the status (diagnostics) holds the secret"
     );
     // Logs at trace level, the database and its WAL: the value is in none of them.
-    let mut searched = 0;
-    let mut stack = vec![s.data_dir()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-                continue;
-            }
-            let bytes = std::fs::read(e.path()).unwrap();
-            searched += 1;
-            assert!(
-                !bytes.windows(canary.len()).any(|w| w == canary.as_bytes()),
-                "canary found in {}",
-                e.path().display()
-            );
-        }
-    }
+    let searched = assert_not_in_any_file(&s.data_dir(), canary);
     // The log and the database (a one-shot process folds its WAL back on exit; the live-WAL
     // case is tests/runtime/secrets.rs).
     assert!(searched >= 2, "{searched} files searched");

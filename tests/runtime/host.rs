@@ -229,5 +229,27 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
         berth.status().sources[0].state,
         berth_discovery::SourceState::Paused
     );
+    // Manual resume (the status page's button): a fresh host, the source active again.
+    let resumed = berth.resume_hosts().await;
+    assert_eq!(resumed.len(), 1, "{resumed:?}");
+    assert_eq!(
+        berth.status().sources[0].state,
+        berth_discovery::SourceState::Active
+    );
+    let counter = dir.path().join("count.txt");
+    let r = berth
+        .invoke(
+            "faults_count",
+            serde_json::json!({ "file": counter }),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some("counted"), "{r:?}");
+    assert!(
+        berth.resume_hosts().await.is_empty(),
+        "nothing left to resume"
+    );
     berth.shutdown_hosts().await;
 }

@@ -169,3 +169,36 @@ pub fn run_hook(
 ) -> (i32, serde_json::Value) {
     run(&["hook", name, "--input", input, "--output", output])
 }
+
+/// A sandbox whose project has `fixtures/plugins/<file>` for each file as a plugin.
+pub fn plugin_sandbox(files: &[&str]) -> Sandbox {
+    let s = Sandbox::new();
+    for f in files {
+        let text = std::fs::read_to_string(repo_root().join("fixtures/plugins").join(f)).unwrap();
+        s.write(&format!("project/.opencode/plugins/{f}"), &text);
+    }
+    s
+}
+
+/// Fails if `needle` is in any file under `dir` (logs, the database, its WAL, prepared
+/// packages). Returns how many files were searched.
+pub fn assert_not_in_any_file(dir: &Path, needle: &str) -> usize {
+    let mut searched = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+                continue;
+            }
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            searched += 1;
+            assert!(
+                !bytes.windows(needle.len()).any(|w| w == needle.as_bytes()),
+                "the secret was found in {}",
+                e.path().display()
+            );
+        }
+    }
+    searched
+}

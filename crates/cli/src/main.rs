@@ -103,11 +103,56 @@ enum Command {
     /// For plugin authors: load a plugin, tool file, folder or npm spec in a throw-away domain
     /// and report what it contributes and every problem (exit 1 on a problem).
     Check { target: String },
+    /// Logins that plugins' `auth` hooks offer; credentials go to the OS keyring.
+    Auth {
+        #[command(subcommand)]
+        action: Option<AuthAction>,
+    },
+    /// Permissions tools ask for (`ctx.ask`): your caps, standing answers and the decisions.
+    Permissions {
+        #[command(subcommand)]
+        action: Option<PermissionAction>,
+    },
     /// Serve the status page and local API on loopback (token-protected).
     Serve {
         #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
         addr: SocketAddr,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum AuthAction {
+    /// Providers with a login, their methods, and whether a credential is stored (default).
+    List,
+    /// Run one login method. Prompt answers, API keys and OAuth codes are read from stdin,
+    /// one per line (never from the command line, where other processes could see them).
+    Login {
+        provider: String,
+        /// The method's index in `berth auth list`.
+        #[arg(long, default_value_t = 0)]
+        method: usize,
+    },
+    /// Remove the stored credential of a provider.
+    Logout { provider: String },
+}
+
+#[derive(Subcommand, Debug)]
+enum PermissionAction {
+    /// Caps, standing answers and the newest decisions (default).
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// The most a plugin's `permission.ask` answer may grant for PERMISSION (default: ask).
+    Cap {
+        permission: String,
+        #[arg(value_parser = ["allow", "ask", "deny"])]
+        level: String,
+    },
+    /// Always allow PERMISSION for PATTERN (`*` for every pattern) without asking.
+    Allow { permission: String, pattern: String },
+    /// Always refuse PERMISSION for PATTERN.
+    Deny { permission: String, pattern: String },
 }
 
 fn main() -> ExitCode {
@@ -298,6 +343,8 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
                 &format!("store restored from {}", file.display()),
             );
         }
+        Command::Auth { action } => auth(&berth, action.as_ref(), out)?,
+        Command::Permissions { action } => permissions(&berth, action.as_ref(), out)?,
         Command::Serve { addr } => serve(berth, *addr, out)?,
         Command::Check { .. } => unreachable!("handled before the store is opened"),
     }
@@ -344,6 +391,187 @@ fn json_arg(raw: &str, flag: &str) -> Result<serde_json::Value, BerthError> {
     })
 }
 
+fn auth(berth: &Berth, action: Option<&AuthAction>, out: &Out) -> Result<(), BerthError> {
+    match action.unwrap_or(&AuthAction::List) {
+        AuthAction::List => {
+            let providers = block_on(async {
+                berth.activate().await;
+                let p = berth.auth_providers();
+                berth.shutdown_hosts().await;
+                p
+            })?;
+            let human = providers
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} ({}){}: {}",
+                        p.provider,
+                        p.plugin,
+                        if p.stored { ", credential stored" } else { "" },
+                        p.methods
+                            .iter()
+                            .enumerate()
+                            .map(|(i, m)| format!(
+                                "[{i}] {} {}",
+                                m["type"].as_str().unwrap_or(""),
+                                m["label"].as_str().unwrap_or("")
+                            ))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.done(
+                serde_json::json!({ "providers": providers }),
+                if human.is_empty() {
+                    "no active plugin offers a login"
+                } else {
+                    &human
+                },
+            );
+        }
+        AuthAction::Login { provider, method } => {
+            use std::io::BufRead;
+            let stdin = std::io::stdin();
+            let mut lines = stdin.lock().lines();
+            let mut next_line = move |what: &str| {
+                eprintln!("{what}:");
+                lines
+                    .next()
+                    .and_then(|l| l.ok())
+                    .map(|l| l.trim_end().to_string())
+            };
+            // One runtime for the whole login: the plugin host lives as long as it.
+            let outcome = block_on(async {
+                berth.activate().await;
+                // The method's prompts first (answers are inputs to `authorize`).
+                let mut inputs = serde_json::Map::new();
+                if let Some(m) = berth
+                    .auth_providers()
+                    .iter()
+                    .find(|p| &p.provider == provider)
+                    .and_then(|p| p.methods.get(*method))
+                {
+                    for p in m["prompts"].as_array().into_iter().flatten() {
+                        let key = p["key"].as_str().unwrap_or_default();
+                        let answer =
+                            next_line(p["message"].as_str().unwrap_or(key)).unwrap_or_default();
+                        inputs.insert(key.to_string(), serde_json::Value::String(answer));
+                    }
+                }
+                let r = berth
+                    .auth_login(provider, *method, inputs, |prompt| {
+                        if let Some(url) = &prompt.url {
+                            eprintln!("open {url}");
+                        }
+                        next_line(&prompt.instructions)
+                            .filter(|l| !l.is_empty())
+                            .map(berth_runtime::Secret::new)
+                    })
+                    .await;
+                berth.shutdown_hosts().await;
+                r
+            })??;
+            out.done(
+                serde_json::json!({ "login": outcome }),
+                &format!(
+                    "signed in to {} with {} ({}); the credential is in the OS keyring",
+                    outcome.provider, outcome.method, outcome.plugin
+                ),
+            );
+        }
+        AuthAction::Logout { provider } => {
+            let removed = berth.auth_logout(provider)?;
+            out.done(
+                serde_json::json!({ "logout": { "provider": provider, "removed": removed } }),
+                &if removed {
+                    format!("the credential of {provider} was removed from the OS keyring")
+                } else {
+                    format!("no credential of {provider} was stored")
+                },
+            );
+        }
+    }
+    Ok(())
+}
+
+fn permissions(
+    berth: &Berth,
+    action: Option<&PermissionAction>,
+    out: &Out,
+) -> Result<(), BerthError> {
+    use berth_store::PermissionLevel;
+    let set_rule = |permission: &str, pattern: &str, level: PermissionLevel| {
+        berth.with_store(|s| s.set_permission_rule(permission, pattern, level))?;
+        out.done(
+            serde_json::json!({ "rule": { "permission": permission, "pattern": pattern, "action": level } }),
+            &format!("{permission} {pattern}: always {}", level.as_str()),
+        );
+        Ok::<(), BerthError>(())
+    };
+    match action.unwrap_or(&PermissionAction::List { limit: 50 }) {
+        PermissionAction::List { limit } => {
+            let (caps, rules, decisions) = berth.with_store(|s| {
+                Ok::<_, berth_store::StoreError>((
+                    s.permission_caps()?,
+                    s.permission_rules()?,
+                    s.permission_decisions(*limit)?,
+                ))
+            })?;
+            let caps: serde_json::Map<String, serde_json::Value> = caps
+                .into_iter()
+                .map(|(p, c)| (p, serde_json::json!(c)))
+                .collect();
+            let human = decisions
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {} {}: plugin {} / cap {} -> {} ({}{})",
+                        d.source_id,
+                        d.tool,
+                        d.permission,
+                        d.plugin_answer.as_str(),
+                        d.cap.as_str(),
+                        d.final_answer.as_str(),
+                        d.decided_by,
+                        if d.policy_limited {
+                            ", policy-limited"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.done(
+                serde_json::json!({ "default_cap": "ask", "caps": caps, "rules": rules, "decisions": decisions }),
+                if human.is_empty() { "no permission was asked yet" } else { &human },
+            );
+        }
+        PermissionAction::Cap { permission, level } => {
+            let level = PermissionLevel::parse(level).unwrap_or(PermissionLevel::Ask);
+            berth.with_store(|s| s.set_permission_cap(permission, level))?;
+            out.done(
+                serde_json::json!({ "cap": { "permission": permission, "level": level } }),
+                &format!(
+                    "plugins may answer at most {} for {permission}",
+                    level.as_str()
+                ),
+            );
+        }
+        PermissionAction::Allow {
+            permission,
+            pattern,
+        } => set_rule(permission, pattern, PermissionLevel::Allow)?,
+        PermissionAction::Deny {
+            permission,
+            pattern,
+        } => set_rule(permission, pattern, PermissionLevel::Deny)?,
+    }
+    Ok(())
+}
+
 fn absolute(p: &std::path::Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
@@ -369,6 +597,7 @@ fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
         let stop_server = stop.clone();
         let serving = tokio::spawn(server.run(async move { stop_server.notified().await }));
         let _activation = berth.keep_active();
+        berth.enable_prompts();
         shutdown_signal().await;
         stop.notify_one();
         let _ = tokio::time::timeout(std::time::Duration::from_millis(500), serving).await;

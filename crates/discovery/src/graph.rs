@@ -498,8 +498,8 @@ fn dedupe(origins: Vec<PluginOrigin>) -> Vec<PluginOrigin> {
             chosen.skip = Some(
                 Diagnostic::new(
                     "unsupported",
-                    format!("OpenCode 1.18.4 skips `{name}` because it has this feature built in; Berth lists it and decides at load time (deviations ledger D-005)"),
-                    "remove the entry if you use OpenCode's built-in login for this provider",
+                    format!("OpenCode 1.18.4 does not load `{name}` (unsupported there: the feature is built in); Berth has no built-in equivalent and loads it like any plugin once you approve it (deviations ledger D-005)"),
+                    "approve it to use it in Berth, or remove the entry if you only use OpenCode's built-in login",
                 )
                 .at(chosen.source.clone()),
             );

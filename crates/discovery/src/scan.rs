@@ -170,8 +170,9 @@ impl Scanner {
         }
         for (order, origin) in graph.plugins.iter().enumerate() {
             let mut s = self.describe_plugin(origin, order, &mut live);
+            // OpenCode skips these names (built in there); Berth has no built-in equivalent,
+            // so the source follows the normal approval path and the note says why (D-005).
             if let Some(diag) = &origin.skip {
-                s.state = SourceState::Unsupported;
                 s.diagnostics.push(diag.clone());
             }
             sources.push(s);

@@ -35,6 +35,10 @@ pub enum CallKind {
     LoadPlugin,
     /// Run one hook through the given plugin instances, in order, on one shared output.
     HookChain,
+    /// Start one login method of a plugin's `auth` hook (`authorize(inputs)`).
+    AuthAuthorize,
+    /// Finish an OAuth login started by `auth-authorize` (`callback(code?)`).
+    AuthCallback,
 }
 
 /// Supervisor → host.
@@ -57,6 +61,16 @@ pub enum ToHost {
     Cancel {
         v: u32,
         cancel_id: u64,
+    },
+    /// The answer to an `up` call from the host.
+    Down {
+        v: u32,
+        up: u64,
+        ok: bool,
+        #[serde(default)]
+        value: Value,
+        #[serde(default)]
+        error: Option<WireError>,
     },
 }
 
@@ -90,6 +104,18 @@ pub enum FromHost {
         instance: String,
         level: String,
         message: String,
+    },
+    /// A call from plugin code into Berth (a `client` method, `ctx.ask`, …), answered with one
+    /// `down` frame carrying the same `up` id. Bounded per host by the supervisor.
+    Up {
+        v: u32,
+        up: u64,
+        /// The plugin instance (source id) the calling code belongs to, as the host knows it.
+        instance: String,
+        /// What is asked, e.g. `client.config.get` or `permission.ask`.
+        method: String,
+        #[serde(default)]
+        body: Value,
     },
     /// `ctx.metadata({title, metadata})` from a running tool.
     Meta {

@@ -19,6 +19,7 @@ use crate::engine::Berth;
 use crate::error::{code, BerthError};
 use crate::host::{CallOptions, HostSupervisor};
 use crate::runtimes::RuntimeKind;
+use crate::world::now_ms;
 
 /// A tool as the catalog lists it (`berth tools`).
 #[derive(Debug, Clone, Serialize)]
@@ -63,6 +64,8 @@ pub(crate) struct HookOwner {
     pub source_id: String,
     pub order: usize,
     pub hooks: Vec<String>,
+    /// `{provider, methods: [{type, label, prompts?}]}` of each `auth` hook it registered.
+    pub auth: Vec<Value>,
 }
 
 impl Berth {
@@ -256,7 +259,7 @@ impl Berth {
             } else {
                 self.load_tools(&host, source, backend)
                     .await
-                    .map(|t| (t, Vec::new()))
+                    .map(|t| (t, Vec::new(), Vec::new()))
             };
             // Revoked while the import ran: nothing of it is registered, and the code that
             // already ran is stopped with its host (the rest is reloaded on the next pass).
@@ -288,7 +291,7 @@ impl Berth {
                 continue;
             }
             match loading {
-                Ok((loaded, hooks)) => {
+                Ok((loaded, hooks, auth)) => {
                     // Checkpoint two: what the module really contributes, recorded for these
                     // bytes, compared with what was approved.
                     let observed = berth_store::Contributions {
@@ -341,6 +344,7 @@ impl Berth {
                             source_id: id.clone(),
                             order: source.order,
                             hooks,
+                            auth,
                         });
                         cat.hooks.sort_by_key(|h| h.order);
                     }
@@ -387,13 +391,13 @@ impl Berth {
     }
 
     /// Imports one server plugin in `host` and runs its factories (OpenCode's module rules).
-    /// Returns the tools it registered and the names of its hooks.
+    /// Returns the tools it registered, the names of its hooks and its `auth` descriptions.
     async fn load_plugin(
         &self,
         host: &crate::host::Host,
         source: &berth_discovery::Source,
         backend: RuntimeKind,
-    ) -> Result<(Vec<ToolEntry>, Vec<String>), BerthError> {
+    ) -> Result<(Vec<ToolEntry>, Vec<String>, Vec<Value>), BerthError> {
         let version = source.digest.get(7..19).unwrap_or_default();
         let status = self.status();
         let body = serde_json::json!({
@@ -420,7 +424,8 @@ impl Berth {
             .flatten()
             .filter_map(|h| h.as_str().map(str::to_string))
             .collect();
-        Ok((tools, hooks))
+        let auth = v["auth"].as_array().cloned().unwrap_or_default();
+        Ok((tools, hooks, auth))
     }
 
     /// Runs one hook chain as OpenCode would (active plugins in load order, one shared output)
@@ -439,8 +444,20 @@ impl Berth {
         self.run_chain(name, input, output, timeout).await
     }
 
-    /// One chain over the plugins active now (no activation first).
+    /// One chain over the plugins active now (no activation first); the final output.
     async fn run_chain(
+        &self,
+        name: &str,
+        input: Value,
+        output: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, BerthError> {
+        Ok(self.run_chain_full(name, input, output, timeout).await?["output"].take())
+    }
+
+    /// One chain over the plugins active now: the host's whole answer (`output`, `steps`, and
+    /// for `permission.ask` the plugin that set the status, `answeredBy`).
+    pub(crate) async fn run_chain_full(
         &self,
         name: &str,
         input: Value,
@@ -456,7 +473,7 @@ impl Berth {
                 .collect()
         };
         if instances.is_empty() {
-            return Ok(output);
+            return Ok(serde_json::json!({ "output": output, "steps": [] }));
         }
         let backend = approval::backend_for(&self.runtimes());
         let host = self.supervisor().await?.host(backend).await?;
@@ -482,7 +499,7 @@ impl Berth {
                 err.plugin = plugin;
                 err
             })?;
-        Ok(v["output"].clone())
+        Ok(v)
     }
 
     /// Imports one tool file in `host` (fresh bytes: the URL carries the content digest).
@@ -607,6 +624,23 @@ impl Berth {
             "worktree": self.status().project.worktree,
             "callID": receipt_id,
         });
+        // OpenCode's tool part events, for plugins' `event` hooks.
+        let started_ms = now_ms();
+        let part = |state: Value| {
+            serde_json::json!({ "part": {
+                "id": format!("prt_{}", &receipt_id[5..]),
+                "sessionID": "berth",
+                "messageID": format!("msg_{}", &receipt_id[5..]),
+                "type": "tool",
+                "callID": receipt_id,
+                "tool": tool,
+                "state": state,
+            }})
+        };
+        self.emit_event(
+            "message.part.updated",
+            part(serde_json::json!({ "status": "running", "input": args, "time": { "start": started_ms } })),
+        );
         let outcome = host
             .call(
                 &entry.provider.source_id,
@@ -640,6 +674,15 @@ impl Berth {
                 )
             }
         })?;
+        let ended = match &outcome {
+            Ok(v) => {
+                serde_json::json!({ "status": "completed", "input": args, "output": v["output"], "title": v["title"], "metadata": v["metadata"], "time": { "start": started_ms, "end": now_ms() } })
+            }
+            Err(e) => {
+                serde_json::json!({ "status": "error", "input": args, "error": e.message, "time": { "start": started_ms, "end": now_ms() } })
+            }
+        };
+        self.emit_event("message.part.updated", part(ended));
         let receipt = self.with_store(|s| s.receipt(&receipt_id))?;
         receipt.ok_or_else(|| {
             BerthError::new(
@@ -724,6 +767,28 @@ pub async fn host_for_bench(berth: &Berth, backend: RuntimeKind) -> Arc<crate::h
 }
 
 impl Berth {
+    /// Manual resume of plugin hosts paused after their restart budget was spent: their crash
+    /// history is forgotten and the paused sources are activated again. Returns the backends
+    /// that were paused.
+    pub async fn resume_hosts(&self) -> Vec<RuntimeKind> {
+        let Some(sup) = self.supervisor().await.ok() else {
+            return Vec::new();
+        };
+        let resumed: Vec<RuntimeKind> = [RuntimeKind::Bun, RuntimeKind::Node]
+            .into_iter()
+            .filter(|b| sup.resume(*b))
+            .collect();
+        if !resumed.is_empty() {
+            self.catalog()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .activity
+                .retain(|_, s| *s != SourceState::Paused);
+            self.activate().await;
+        }
+        resumed
+    }
+
     /// For long-running front ends (`serve`, the app): activates sources as they are approved
     /// and withdraws them as they are revoked, driven by snapshot events (no polling). The
     /// returned task ends when the event channel closes.

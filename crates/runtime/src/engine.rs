@@ -58,6 +58,18 @@ struct Inner {
     catalog: Mutex<Catalog>,
     /// The merged config after the `config` hooks ran (what plugins changed in it).
     effective_config: Mutex<Option<serde_json::Value>>,
+    /// What plugin code reached in Berth: toasts, open permission prompts, auth flows.
+    world: Mutex<crate::world::WorldState>,
+}
+
+/// A handle that does not keep Berth alive (the supervisor's upcalls hold one).
+#[derive(Clone)]
+pub(crate) struct WeakBerth(std::sync::Weak<Inner>);
+
+impl WeakBerth {
+    pub(crate) fn upgrade(&self) -> Option<Berth> {
+        self.0.upgrade().map(|inner| Berth { inner })
+    }
 }
 
 impl Berth {
@@ -112,6 +124,7 @@ impl Berth {
                 supervisor: tokio::sync::OnceCell::new(),
                 catalog: Mutex::new(Catalog::default()),
                 effective_config: Mutex::new(None),
+                world: Mutex::new(Default::default()),
                 options,
             }),
         };
@@ -151,6 +164,14 @@ impl Berth {
         self.effective_config_slot().clone()
     }
 
+    pub(crate) fn downgrade(&self) -> WeakBerth {
+        WeakBerth(Arc::downgrade(&self.inner))
+    }
+
+    pub(crate) fn world(&self) -> std::sync::MutexGuard<'_, crate::world::WorldState> {
+        self.inner.world.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub(crate) fn catalog(&self) -> &Mutex<Catalog> {
         &self.inner.catalog
     }
@@ -171,9 +192,10 @@ impl Berth {
                             "retry",
                         )
                     })??;
-                Ok(Arc::new(HostSupervisor::new(
+                Ok(Arc::new(HostSupervisor::with_upcalls(
                     layout,
                     self.inner.runtimes.clone(),
+                    Arc::new(crate::world::Upcaller(self.downgrade())),
                 )))
             })
             .await
@@ -263,8 +285,14 @@ impl Berth {
                 })
                 .collect()
         });
+        let (notices, prompts) = {
+            let w = self.world();
+            (w.notices(), w.prompt_views())
+        };
         let fingerprint = berth_discovery::sha256_hex(
             serde_json::json!([
+                notices,
+                prompts,
                 g.dirs,
                 g.files,
                 sources,
@@ -310,6 +338,8 @@ impl Berth {
             sources,
             tools,
             hosts,
+            notices,
+            prompts,
             revision: old.revision + 1,
         });
         let event = StatusEvent {
@@ -491,6 +521,8 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
         diagnostics: vec![],
         tools: vec![],
         hosts: vec![],
+        notices: vec![],
+        prompts: vec![],
         revision: 0,
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod approval;
 pub mod catalog;
+pub mod compat;
 pub mod deps;
 mod engine;
 pub mod error;
@@ -23,6 +24,7 @@ pub mod secret;
 pub mod serve;
 pub mod snapshot;
 pub mod watch;
+pub mod world;
 
 pub use berth_store::Decision;
 pub use engine::{default_data_dir, Berth, BerthOptions};

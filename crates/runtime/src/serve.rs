@@ -103,6 +103,9 @@ impl Server {
             .route("/api/events", get(events))
             .route("/api/approve", axum::routing::post(approve))
             .route("/api/deny", axum::routing::post(deny))
+            .route("/api/prompt", axum::routing::post(answer_prompt))
+            .route("/api/resume", axum::routing::post(resume))
+            .route("/api/invoke", axum::routing::post(invoke))
             .route_layer(middleware::from_fn_with_state(
                 self.state.clone(),
                 require_token,
@@ -207,7 +210,7 @@ fn token_of<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a st
     query?.split('&').find_map(|kv| kv.strip_prefix("token="))
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -260,6 +263,92 @@ async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Dec
             &e.to_string(),
             "retry",
         ),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Answer {
+    id: String,
+    reply: crate::world::PromptReply,
+}
+
+/// The person's answer to a tool's permission prompt: `{"id": "per_…", "reply": "once"}`.
+async fn answer_prompt(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let body: Answer = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_ARGUMENTS,
+                &format!(
+                "the body is not {{\"id\": .., \"reply\": \"once\"|\"always\"|\"reject\"}}: {e}"
+            ),
+                "send JSON like {\"id\": \"per_…\", \"reply\": \"once\"}",
+            )
+        }
+    };
+    match s.berth.answer_prompt(&body.id, body.reply) {
+        Ok(()) => Json(serde_json::json!({ "answered": body.id })).into_response(),
+        Err(e) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(serde_json::json!({ "error": e })),
+        )
+            .into_response(),
+    }
+}
+
+/// Manual resume of paused plugin hosts (restart budget spent): `{}`.
+async fn resume(State(s): State<AppState>) -> Response {
+    let resumed = s.berth.resume_hosts().await;
+    Json(serde_json::json!({ "resumed": resumed })).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Invoke {
+    tool: String,
+    #[serde(default)]
+    args: serde_json::Value,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+/// One tool call through the full path (receipt, idempotency), as `berth invoke`:
+/// `{"tool": "…", "args": {…}, "idempotency_key"?: "…", "timeout_ms"?: N}` → the receipt.
+async fn invoke(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let body: Invoke = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_ARGUMENTS,
+                &format!("the body is not {{\"tool\": .., \"args\": {{..}}}}: {e}"),
+                "send JSON like {\"tool\": \"weather\", \"args\": {\"city\": \"Oslo\"}}",
+            )
+        }
+    };
+    let args = if body.args.is_null() {
+        serde_json::json!({})
+    } else {
+        body.args
+    };
+    match s
+        .berth
+        .invoke(
+            &body.tool,
+            args,
+            body.idempotency_key.as_deref(),
+            body.timeout_ms.map(std::time::Duration::from_millis),
+        )
+        .await
+    {
+        Ok(r) => Json(serde_json::to_value(r).unwrap_or_default()).into_response(),
+        Err(e) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(serde_json::json!({ "error": e })),
+        )
+            .into_response(),
     }
 }
 

@@ -29,6 +29,10 @@ pub struct StatusSnapshot {
     pub tools: Vec<ToolEntry>,
     /// Running plugin hosts: which sources share which process, and its memory.
     pub hosts: Vec<HostInfo>,
+    /// Messages plugins addressed to the person (`client.tui.showToast`), newest last.
+    pub notices: Vec<crate::world::Notice>,
+    /// Permissions tools are waiting on (`ctx.ask`), to answer without blocking anything.
+    pub prompts: Vec<crate::world::PromptView>,
     /// Moves whenever anything above changes.
     pub revision: u64,
 }

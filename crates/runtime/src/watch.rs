@@ -31,7 +31,8 @@ impl Drop for WatchHandle {
 }
 
 enum Msg {
-    Fs,
+    /// Changed paths with OpenCode's event name (`add`, `change`, `unlink`).
+    Fs(Vec<(PathBuf, &'static str)>),
     Stop,
 }
 
@@ -41,9 +42,13 @@ pub fn watch(berth: Berth) -> notify::Result<WatchHandle> {
     let fs_tx = tx.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {
-            if !matches!(ev.kind, notify::EventKind::Access(_)) {
-                let _ = fs_tx.send(Msg::Fs);
-            }
+            let kind = match ev.kind {
+                notify::EventKind::Access(_) => return,
+                notify::EventKind::Create(_) => "add",
+                notify::EventKind::Remove(_) => "unlink",
+                _ => "change",
+            };
+            let _ = fs_tx.send(Msg::Fs(ev.paths.into_iter().map(|p| (p, kind)).collect()));
         }
     })?;
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -56,21 +61,49 @@ pub fn watch(berth: Berth) -> notify::Result<WatchHandle> {
     // Watch before returning, so nothing the caller does next is missed.
     let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
     rewatch(&mut watcher, &mut watched, &berth);
+    // Plugins' `event` hooks run on the caller's async runtime, when there is one.
+    let runtime = tokio::runtime::Handle::try_current().ok();
     let thread = std::thread::Builder::new()
         .name("berth-watch".into())
         .spawn(move || {
+            let _entered = runtime.as_ref().map(|h| h.enter());
             while let Ok(msg) = rx.recv() {
-                if matches!(msg, Msg::Stop) {
-                    break;
-                }
+                let Msg::Fs(first) = msg else { break };
+                let mut changed: Vec<(PathBuf, &'static str)> = first;
                 // Debounce: wait until the burst is over.
                 loop {
                     match rx.recv_timeout(DEBOUNCE) {
-                        Ok(Msg::Fs) => continue,
+                        Ok(Msg::Fs(more)) => {
+                            changed.extend(more);
+                            continue;
+                        }
                         Ok(Msg::Stop) => return,
                         Err(mpsc::RecvTimeoutError::Timeout) => break,
                         Err(mpsc::RecvTimeoutError::Disconnected) => return,
                     }
+                }
+                // OpenCode's `file.watcher.updated`, once per path and burst (the last kind wins).
+                let mut last: std::collections::BTreeMap<PathBuf, &'static str> =
+                    Default::default();
+                for (p, k) in changed {
+                    last.insert(p, k);
+                }
+                // Only files in the folders Berth watches for the graph: not the ancestors watched
+                // for a folder's creation (a plugin writing there would feed itself events), and
+                // not Berth's own data dir (watched for other processes' decisions).
+                let data_dir = berth.options().data_dir.clone();
+                let roots = berth.watch_roots();
+                let ours = |p: &Path| {
+                    !p.starts_with(&data_dir)
+                        && roots
+                            .iter()
+                            .any(|r| p.parent() == Some(r.as_path()) || p == r)
+                };
+                for (file, event) in last.into_iter().filter(|(p, _)| ours(p)) {
+                    berth.emit_event(
+                        "file.watcher.updated",
+                        serde_json::json!({ "file": file, "event": event }),
+                    );
                 }
                 // Watch new folders first, so a file created right after its folder is not missed,
                 // then rescan, then follow whatever the new graph names.

@@ -14,12 +14,14 @@ mod approvals;
 mod error;
 mod migrations;
 mod open;
+mod permissions;
 mod receipts;
 
 pub use approvals::{ApprovalKey, ApprovalRow, Contributions, Decision, NewApproval};
 pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};
+pub use permissions::{PermissionDecision, PermissionLevel, PermissionRule};
 pub use receipts::{Accepted, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
 
 #[cfg(test)]

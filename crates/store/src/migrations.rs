@@ -60,6 +60,38 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ) STRICT;",
     // 5: a decision may be limited to one project (a project overriding a global source).
     "ALTER TABLE approvals ADD COLUMN project TEXT;",
+    // 6: permissions asked by tools (`ctx.ask`): the person's cap per permission (the most a
+    // plugin's `permission.ask` answer may grant), the person's standing answers, and every
+    // decision with the plugin's answer beside the final one.
+    "CREATE TABLE permission_caps (
+        permission    TEXT PRIMARY KEY NOT NULL,
+        cap           TEXT NOT NULL CHECK (cap IN ('allow', 'ask', 'deny')),
+        set_at_ms     INTEGER NOT NULL
+    ) STRICT;
+    CREATE TABLE permission_rules (
+        permission    TEXT NOT NULL,
+        pattern       TEXT NOT NULL,
+        action        TEXT NOT NULL CHECK (action IN ('allow', 'deny')),
+        set_at_ms     INTEGER NOT NULL,
+        PRIMARY KEY (permission, pattern)
+    ) STRICT;
+    CREATE TABLE permission_decisions (
+        id             INTEGER PRIMARY KEY,
+        request_id     TEXT NOT NULL,
+        source_id      TEXT NOT NULL,
+        tool           TEXT NOT NULL,
+        call_id        TEXT NOT NULL,
+        permission     TEXT NOT NULL,
+        patterns_json  TEXT NOT NULL,
+        plugin_answer  TEXT NOT NULL,
+        answered_by    TEXT,
+        cap            TEXT NOT NULL,
+        final          TEXT NOT NULL CHECK (final IN ('allow', 'deny', 'ask')),
+        decided_by     TEXT NOT NULL,
+        policy_limited INTEGER NOT NULL,
+        decided_at_ms  INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX permission_decisions_by_time ON permission_decisions (decided_at_ms DESC);",
 ];
 
 /// The schema version this build writes.

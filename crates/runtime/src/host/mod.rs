@@ -37,6 +37,8 @@ pub const QUEUE_LIMIT: usize = 64;
 /// Crashes within [`RESTART_WINDOW`] after which a backend is paused.
 pub const RESTART_BUDGET: usize = 3;
 pub const RESTART_WINDOW: Duration = Duration::from_secs(300);
+/// Calls from plugin code into Berth (`up` frames) served at once per host; more are refused.
+pub const UPCALL_LIMIT: usize = 16;
 /// How often a busy host's memory is checked.
 const MEMORY_CHECK_EVERY: Duration = Duration::from_millis(100);
 
@@ -138,6 +140,9 @@ fn stable_code(wire: &str) -> &'static str {
         "invalid-response" => code::INVALID_RESPONSE,
         "cancelled" => code::CANCELLED,
         "timeout" => code::TIMEOUT,
+        "policy-limited" => code::POLICY_LIMITED,
+        "overloaded" => code::OVERLOADED,
+        "temporarily-unavailable" => code::TEMPORARILY_UNAVAILABLE,
         _ => code::PLUGIN_FAILED,
     }
 }
@@ -162,6 +167,36 @@ impl Default for CallOptions {
             metadata: None,
             lost_code: code::PROCESS_LOST,
         }
+    }
+}
+
+/// Answers calls plugin code makes into Berth (`up` frames and the host's loopback
+/// `serverUrl`). The engine implements it (`crate::world`); the supervisor only routes.
+pub trait Upcalls: Send + Sync + 'static {
+    fn call(
+        &self,
+        instance: String,
+        method: String,
+        body: Value,
+    ) -> futures_util::future::BoxFuture<'static, Result<Value, WireError>>;
+}
+
+/// Upcalls when no engine is attached: every method is unsupported.
+struct NoUpcalls;
+
+impl Upcalls for NoUpcalls {
+    fn call(
+        &self,
+        _instance: String,
+        method: String,
+        _body: Value,
+    ) -> futures_util::future::BoxFuture<'static, Result<Value, WireError>> {
+        Box::pin(async move {
+            Err(WireError {
+                code: code::UNSUPPORTED.into(),
+                message: format!("{method} is not served here"),
+            })
+        })
     }
 }
 
@@ -202,6 +237,19 @@ pub struct Host {
     dropped: AtomicU64,
     pub loaded: Mutex<HashSet<String>>,
     logs: Arc<Mutex<VecDeque<u8>>>,
+    upcalls: Arc<dyn Upcalls>,
+    upcall_slots: Arc<Semaphore>,
+    /// The loopback compatibility service (`serverUrl`) of this host; stopped with it.
+    pub server_url: String,
+    compat: Option<tokio::task::AbortHandle>,
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        if let Some(h) = &self.compat {
+            h.abort();
+        }
+    }
 }
 
 impl Host {
@@ -247,6 +295,9 @@ impl Host {
     fn mark_lost(&self, why: &str) {
         if self.lost.swap(true, Ordering::SeqCst) {
             return;
+        }
+        if let Some(h) = &self.compat {
+            h.abort();
         }
         if self.stopping.load(Ordering::SeqCst) {
             tracing::info!(
@@ -488,6 +539,13 @@ impl Host {
                     let _ = tx.send((title, metadata));
                 }
             }
+            FromHost::Up {
+                up,
+                instance,
+                method,
+                body,
+                ..
+            } => self.on_upcall(up, instance, method, body),
             FromHost::Hello { .. } => self.drop_frame("second hello", 0),
             FromHost::Note {
                 instance,
@@ -505,6 +563,57 @@ impl Host {
                 }
             }
         }
+    }
+
+    /// Serves one call from plugin code into Berth, off the reader task, bounded per host.
+    fn on_upcall(&self, up: u64, instance: String, method: String, body: Value) {
+        let writer = self.writer.clone();
+        let reply = move |outcome: Result<Value, WireError>| async move {
+            let (ok, value, error) = match outcome {
+                Ok(v) => (true, v, None),
+                Err(e) => (false, Value::Null, Some(e)),
+            };
+            let frame = encode(&ToHost::Down {
+                v: PROTOCOL_VERSION,
+                up,
+                ok,
+                value,
+                error,
+            })
+            .or_else(|e| {
+                encode(&ToHost::Down {
+                    v: PROTOCOL_VERSION,
+                    up,
+                    ok: false,
+                    value: Value::Null,
+                    error: Some(WireError {
+                        code: code::INVALID_RESPONSE.into(),
+                        message: e.to_string(),
+                    }),
+                })
+            });
+            if let Ok(frame) = frame {
+                let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                    writer.lock().await.write_all(&frame).await
+                })
+                .await;
+            }
+        };
+        let Ok(permit) = self.upcall_slots.clone().try_acquire_owned() else {
+            tokio::spawn(reply(Err(WireError {
+                code: code::OVERLOADED.into(),
+                message: format!(
+                    "more than {UPCALL_LIMIT} calls into Berth are open from this host; {method} was refused"
+                ),
+            })));
+            return;
+        };
+        let fut = self.upcalls.call(instance, method, body);
+        tokio::spawn(async move {
+            let outcome = fut.await;
+            drop(permit);
+            reply(outcome).await;
+        });
     }
 
     fn drop_frame(&self, what: &str, id: u64) {
@@ -552,10 +661,21 @@ pub struct HostSupervisor {
     live: Mutex<Vec<Arc<Host>>>,
     generation: AtomicU64,
     crashes: Mutex<HashMap<RuntimeKind, Vec<Instant>>>,
+    upcalls: Arc<dyn Upcalls>,
 }
 
 impl HostSupervisor {
     pub fn new(layout: HostLayout, runtimes: Vec<RuntimeInfo>) -> HostSupervisor {
+        Self::with_upcalls(layout, runtimes, Arc::new(NoUpcalls))
+    }
+
+    /// A supervisor whose hosts send plugin calls into Berth (`client`, `ctx.ask`, `serverUrl`)
+    /// to `upcalls`.
+    pub fn with_upcalls(
+        layout: HostLayout,
+        runtimes: Vec<RuntimeInfo>,
+        upcalls: Arc<dyn Upcalls>,
+    ) -> HostSupervisor {
         procs::become_subreaper();
         HostSupervisor {
             layout,
@@ -564,10 +684,25 @@ impl HostSupervisor {
             live: Default::default(),
             generation: AtomicU64::new(1),
             crashes: Default::default(),
+            upcalls,
         }
     }
 
-    /// Whether `backend` spent its restart budget (it stays paused until Berth restarts).
+    /// Manual resume of a paused backend: its crash history is forgotten, so the next call
+    /// starts a fresh host. Returns whether it was paused.
+    pub fn resume(&self, backend: RuntimeKind) -> bool {
+        let was = self.is_paused(backend);
+        self.crashes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&backend);
+        if was {
+            tracing::info!(?backend, "paused plugin host resumed by the user");
+        }
+        was
+    }
+
+    /// Whether `backend` spent its restart budget (it stays paused until resumed).
     pub fn is_paused(&self, backend: RuntimeKind) -> bool {
         let crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
         crashes.get(&backend).is_some_and(|l| {
@@ -663,6 +798,11 @@ impl HostSupervisor {
             .map_err(|e| unavailable(format!("cannot listen on {}: {e}", sock_path.display())))?;
 
         let tree = format!("{}-{generation}-{}", std::process::id(), random_hex(4));
+        // The host's `serverUrl`: a loopback service answering only this host (its token).
+        let compat_token = random_hex(24);
+        let (server_url, compat) = crate::compat::start(self.upcalls.clone(), compat_token.clone())
+            .await
+            .map_err(|e| unavailable(format!("cannot start the loopback service: {e}")))?;
         let mut cmd = tokio::process::Command::new(&rt);
         cmd.env(procs::TREE_VAR, &tree);
         if backend == RuntimeKind::Node {
@@ -673,14 +813,17 @@ impl HostSupervisor {
             .env("BERTH_HOST_SECRET", &secret)
             .env("BERTH_HOST_GENERATION", generation.to_string())
             .env("BERTH_HOST_DEPS", &self.layout.deps_dir)
+            .env("BERTH_HOST_SERVER_URL", &server_url)
+            .env("BERTH_HOST_SERVER_TOKEN", &compat_token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| unavailable(format!("cannot start {}: {e}", rt.display())))?;
+        let mut child = cmd.spawn().map_err(|e| {
+            compat.abort();
+            unavailable(format!("cannot start {}: {e}", rt.display()))
+        })?;
         let pid = child.id().unwrap_or(0);
         let logs = Arc::new(Mutex::new(VecDeque::with_capacity(4096)));
         for stream in [
@@ -707,6 +850,7 @@ impl HostSupervisor {
         let stream = match stream {
             Ok(Ok(s)) => s,
             other => {
+                compat.abort();
                 let exited = child.try_wait().ok().flatten();
                 procs::kill_group(pid as i32);
                 let _ = child.kill().await;
@@ -756,6 +900,10 @@ impl HostSupervisor {
             dropped: AtomicU64::new(0),
             loaded: Mutex::new(HashSet::new()),
             logs,
+            upcalls: self.upcalls.clone(),
+            upcall_slots: Arc::new(Semaphore::new(UPCALL_LIMIT)),
+            server_url,
+            compat: Some(compat),
         });
         let weak = Arc::downgrade(&host);
         tokio::spawn(async move {
@@ -820,7 +968,7 @@ async fn accept_hello(
                     ..
                 }) if v == PROTOCOL_VERSION
                     && g == generation
-                    && constant_time_eq(s.as_bytes(), secret.as_bytes()) =>
+                    && crate::serve::constant_time_eq(s.as_bytes(), secret.as_bytes()) =>
                 {
                     return Ok(stream)
                 }
@@ -857,8 +1005,4 @@ fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n];
     getrandom::fill(&mut bytes).expect("the OS random source is available");
     hex::encode(bytes)
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

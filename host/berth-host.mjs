@@ -279,7 +279,7 @@ function validatorOf(def) {
 }
 
 async function invoke(msg) {
-  const { tool: name, args, context } = msg.body
+  const { tool: name, args, context, before, after, budgetMs } = msg.body
   const def = toolDefs.get(`${msg.instance}\u0000${name}`)
   if (!def) throw fail("unsupported", `tool ${name} is not loaded in this host`)
   let parsedArgs = args ?? {}
@@ -316,9 +316,20 @@ async function invoke(msg) {
       })
     },
   }
+  const hookInput = { tool: name, sessionID: ctx.sessionID, callID: ctx.callID }
   try {
-    const raw = await def.execute(parsedArgs, ctx)
-    return normalizeResult(raw)
+    // OpenCode's order around every tool call: `tool.execute.before` mutates the very args
+    // object `execute` gets (a replaced `output.args` is ignored), `tool.execute.after`
+    // transforms the result (reassigning its fields works).
+    if (before?.length) await hookChain({ name: "tool.execute.before", instances: before, input: hookInput, output: { args: parsedArgs }, budgetMs })
+    const result = normalizeResult(await def.execute(parsedArgs, ctx))
+    if (!after?.length) return result
+    const raw = structuredClone(result)
+    const chained = await hookChain({ name: "tool.execute.after", instances: after, input: { ...hookInput, args: parsedArgs }, output: result, budgetMs })
+    const final = chained.output
+    if (!isPlainObject(final) || typeof final.output !== "string") throw fail("invalid-response", `tool.execute.after left a result without an output string (plugins: ${after.join(", ")})`)
+    const changed = JSON.stringify(final) !== JSON.stringify(raw)
+    return { ...normalizeResult(final), raw: changed ? raw : null, transformedBy: chained.steps.map((s) => s.instance) }
   } finally {
     cancels.delete(msg.cancel_id)
   }
@@ -524,12 +535,40 @@ const IN_PLACE = {
 /** Hooks whose throw OpenCode only logs. */
 const LOG_ONLY = new Set(["config", "dispose"])
 
+/** Whether `v` serialises to more than a frame can carry (a cycle counts as too large). */
+function outputTooLarge(v) {
+  try {
+    return JSON.stringify(v).length > MAX_FRAME
+  } catch {
+    return true
+  }
+}
+
+/** Default time one plugin's hook may take before the chain fails with `timeout` (`BERTH_HOOK_BUDGET_MS`). */
+const HOOK_BUDGET_MS = Number(env.BERTH_HOOK_BUDGET_MS) > 0 ? Number(env.BERTH_HOOK_BUDGET_MS) : 10_000
+
+/** Rejects with `timeout` (naming the hook and plugin) when `promise` outlives `ms`. */
+async function withBudget(promise, ms, name, instance) {
+  let timer
+  const expired = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(fail("timeout", `hook ${name} of ${instance} did not finish within its ${ms} ms budget`)), ms)
+  })
+  try {
+    return await Promise.race([promise, expired])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /**
  * Runs one hook through the instances in order on one shared `output`, as OpenCode's
  * `trigger` does: sequential, awaited, return values ignored; a throw stops the chain
- * (except for `config`/`dispose`, which only log); `event` is not awaited.
+ * (except for `config`/`dispose`, which only log); `event` is not awaited. Beyond OpenCode:
+ * each step has a time budget, and after each step the output must still be an object that
+ * fits in a frame — a failure names the hook and the plugin.
  */
-async function hookChain({ name, instances, input, output }) {
+async function hookChain({ name, instances, input, output, budgetMs }) {
+  const budget = Number.isFinite(budgetMs) && budgetMs > 0 ? budgetMs : HOOK_BUDGET_MS
   const kept = {}
   for (const key of IN_PLACE[name] ?? []) kept[key] = output?.[key]
   const steps = []
@@ -548,20 +587,30 @@ async function hookChain({ name, instances, input, output }) {
         steps.push({ instance, ok: true })
         continue
       }
+      if (name === "dispose") {
+        try {
+          await withBudget(fn(), budget, name, instance)
+          steps.push({ instance, ok: true })
+        } catch (e) {
+          process.stderr.write(`berth-host: ${instance} dispose hook failed: ${e?.message ?? e}\n`)
+          steps.push({ instance, ok: false, error: String(e?.message ?? e) })
+        }
+        continue
+      }
       try {
         // `config` receives the live config object alone (OpenCode calls `config(cfg)`).
-        if (name === "config") await fn(output)
-        else await fn(input, output)
+        await withBudget(name === "config" ? fn(output) : fn(input, output), budget, name, instance)
       } catch (e) {
         if (LOG_ONLY.has(name)) {
           steps.push({ instance, ok: false, error: String(e?.message ?? e) })
           continue
         }
-        const err = fail("plugin-failed", `hook ${name} of ${instance} threw: ${e?.message ?? e}`)
+        const err = e?.berthCode === "timeout" ? e : fail("plugin-failed", `hook ${name} of ${instance} threw: ${e?.message ?? e}`)
         err.berthPlugin = instance
         throw err
       }
       if (name !== "config" && output !== undefined && !isPlainObject(output)) throw fail("invalid-response", `hook ${name} of ${instance} left output that is not an object`)
+      if (output !== undefined && outputTooLarge(output)) throw fail("invalid-response", `hook ${name} of ${instance} grew the output over ${MAX_FRAME} bytes or left it unserialisable`)
       if (name === "permission.ask" && output?.status !== before) answeredBy = instance
       steps.push({ instance, ok: true })
     }

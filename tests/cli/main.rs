@@ -8,6 +8,7 @@ mod bad_input;
 mod check;
 mod client;
 mod exit_codes;
+mod hooks;
 mod host;
 mod ledger;
 mod npm;

@@ -444,6 +444,17 @@ impl Berth {
         self.run_chain(name, input, output, timeout).await
     }
 
+    /// One chain over the plugins active now, without activating first (the hot path the
+    /// benchmark measures); the final output.
+    pub async fn run_active_hook(
+        &self,
+        name: &str,
+        input: Value,
+        output: Value,
+    ) -> Result<Value, BerthError> {
+        self.run_chain(name, input, output, None).await
+    }
+
     /// One chain over the plugins active now (no activation first); the final output.
     async fn run_chain(
         &self,
@@ -641,14 +652,38 @@ impl Berth {
             "message.part.updated",
             part(serde_json::json!({ "status": "running", "input": args, "time": { "start": started_ms } })),
         );
+        // The plugins whose `tool.execute.before/after` hooks run around the call, in order.
+        let (before, after) = {
+            let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            let with = |hook: &str| -> Vec<String> {
+                cat.hooks
+                    .iter()
+                    .filter(|h| h.hooks.iter().any(|n| n == hook))
+                    .map(|h| h.source_id.clone())
+                    .collect()
+            };
+            (with("tool.execute.before"), with("tool.execute.after"))
+        };
         let outcome = host
             .call(
                 &entry.provider.source_id,
                 CallKind::Invoke,
-                serde_json::json!({ "tool": tool, "args": args, "context": context }),
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": before, "after": after }),
                 opts,
             )
             .await;
+        if let Ok(v) = &outcome {
+            let by: Vec<String> = v["transformedBy"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect();
+            if !by.is_empty() {
+                let raw = Some(&v["raw"]).filter(|r| !r.is_null());
+                self.with_store(|s| s.record_receipt_transform(&receipt_id, raw, &by))?;
+            }
+        }
         self.with_store(|s| match &outcome {
             Ok(v) => s.finish_receipt(
                 &receipt_id,

@@ -92,6 +92,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         decided_at_ms  INTEGER NOT NULL
     ) STRICT;
     CREATE INDEX permission_decisions_by_time ON permission_decisions (decided_at_ms DESC);",
+    // 7: a receipt keeps the tool's own result beside what `tool.execute.after` hooks made of
+    // it, and which plugins' hooks ran on it (the audit reference).
+    "ALTER TABLE receipts ADD COLUMN raw_json TEXT;
+    ALTER TABLE receipts ADD COLUMN transformed_by_json TEXT;",
 ];
 
 /// The schema version this build writes.

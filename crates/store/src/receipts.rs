@@ -60,6 +60,11 @@ pub struct Receipt {
     pub output: Option<String>,
     pub metadata: Option<serde_json::Value>,
     pub error: Option<ReceiptError>,
+    /// The tool's own result (`{title, output, metadata}`) when `tool.execute.after` hooks
+    /// changed it; `title`/`output`/`metadata` above are what the hooks made of it.
+    pub raw: Option<serde_json::Value>,
+    /// Plugins whose `tool.execute.after` hook ran on the result, in chain order.
+    pub transformed_by: Vec<String>,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
 }
@@ -82,7 +87,7 @@ pub enum Accepted {
     Existing(Box<Receipt>),
 }
 
-const COLUMNS: &str = "receipt_id, idempotency_key, tool, source_id, status, args_digest, title, output, metadata_json, error_code, error_message, created_at_ms, updated_at_ms";
+const COLUMNS: &str = "receipt_id, idempotency_key, tool, source_id, status, args_digest, title, output, metadata_json, error_code, error_message, created_at_ms, updated_at_ms, raw_json, transformed_by_json";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<Receipt> {
     let status: String = r.get(4)?;
@@ -105,6 +110,13 @@ fn row(r: &Row<'_>) -> rusqlite::Result<Receipt> {
         }),
         created_at_ms: r.get(11)?,
         updated_at_ms: r.get(12)?,
+        raw: r
+            .get::<_, Option<String>>(13)?
+            .and_then(|m| serde_json::from_str(&m).ok()),
+        transformed_by: r
+            .get::<_, Option<String>>(14)?
+            .and_then(|m| serde_json::from_str(&m).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -175,6 +187,23 @@ impl Store {
                 "UPDATE receipts SET status = ?2, title = ?3, output = ?4, metadata_json = ?5, error_code = ?6, error_message = ?7, updated_at_ms = ?8
                  WHERE receipt_id = ?1 AND status IN ('accepted', 'running')",
                 params![id, status.as_str(), title, output, metadata.map(|m| m.to_string()), error.map(|e| e.0), error.map(|e| e.1), crate::open::now_ms()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records that `tool.execute.after` hooks of `by` ran on an open call's result, keeping the
+    /// tool's own result (`raw`, when they changed it).
+    pub fn record_receipt_transform(
+        &self,
+        id: &str,
+        raw: Option<&serde_json::Value>,
+        by: &[String],
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE receipts SET raw_json = ?2, transformed_by_json = ?3 WHERE receipt_id = ?1 AND status IN ('accepted', 'running')",
+                params![id, raw.map(|r| r.to_string()), serde_json::to_string(by).unwrap_or_default()],
             )
             .map(|_| ())
             .map_err(|e| self.err(e))

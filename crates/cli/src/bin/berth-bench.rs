@@ -335,6 +335,75 @@ fn main() {
         rt.block_on(berth.shutdown_hosts());
     }
 
+    // --- one hook through a chain of 10 plugins ---------------------------------------------
+    for backend in [RuntimeKind::Bun, RuntimeKind::Node] {
+        let name = format!("{backend:?}").to_lowercase();
+        let (env, project) = scratch(&tmp.path().join(format!("chain-{name}")), 0);
+        let plugins = project.join(".opencode/plugins");
+        std::fs::create_dir_all(&plugins).unwrap();
+        for i in 0..10 {
+            std::fs::write(
+                plugins.join(format!("c{i:02}.ts")),
+                format!("export default {{ id: 'c{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.c{i} = (o.options.c{i} ?? 0) + 1 }} }}) }}\n"),
+            )
+            .unwrap();
+        }
+        let data = tmp.path().join(format!("chain-data-{name}"));
+        let seed = std::env::current_exe()
+            .unwrap()
+            .ancestors()
+            .map(|a| a.join(".tools/host-deps"))
+            .find(|p| p.is_dir());
+        berth_runtime::deps::prepare_host_deps(&data, seed.as_deref()).unwrap();
+        if backend == RuntimeKind::Node {
+            // SAFETY: single-threaded at this point of the benchmark.
+            unsafe { std::env::set_var("BERTH_BUN", "/nonexistent") };
+        }
+        let berth = Berth::open(BerthOptions {
+            data_dir: data,
+            project,
+            env,
+            log_file: None,
+        })
+        .unwrap();
+        for _ in 0..2 {
+            berth.decide(None, Decision::Allow, "cli", false).unwrap();
+            rt.block_on(berth.activate());
+        }
+        let input = serde_json::json!({ "sessionID": "s", "agent": "build", "model": { "id": "m" } });
+        let output = serde_json::json!({ "temperature": 0.2, "topP": 1, "options": {} });
+        let first = rt
+            .block_on(berth.run_active_hook("chat.params", input.clone(), output.clone()))
+            .unwrap();
+        assert_eq!(first["options"].as_object().map(|o| o.len()), Some(10), "{first}");
+        let mut samples = Vec::with_capacity(2000);
+        for i in 0..2200 {
+            let t = Instant::now();
+            rt.block_on(berth.run_active_hook("chat.params", input.clone(), output.clone()))
+                .unwrap();
+            if i >= 200 {
+                samples.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        f.print(
+            &format!("hook_chain_10_plugins_p50_{name}"),
+            pct(&mut samples, 0.5),
+            "us",
+            Some((300.0, true)),
+        );
+        f.print(
+            &format!("hook_chain_10_plugins_p99_{name}"),
+            pct(&mut samples, 0.99),
+            "us",
+            None,
+        );
+        rt.block_on(berth.shutdown_hosts());
+        if backend == RuntimeKind::Node {
+            // SAFETY: single-threaded at this point of the benchmark.
+            unsafe { std::env::remove_var("BERTH_BUN") };
+        }
+    }
+
     // --- receipts --------------------------------------------------------------------------
     let opened = berth_store::Store::open(&tmp.path().join("receipts.db")).unwrap();
     let n = 5000;

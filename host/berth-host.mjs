@@ -33,9 +33,14 @@ await installResolver()
 // by the hook above), so `.describe()` metadata lives in one registry.
 const { z } = await import(isBun ? Bun.resolveSync("zod", depsDir) : "zod")
 
-/** Bare imports a plugin cannot resolve next to itself resolve from Berth's deps dir. */
+/**
+ * Bare imports a plugin cannot resolve next to itself resolve from the dependencies Berth
+ * prepared for its config folder's own package.json (`deps::config_deps_dir`), then from
+ * Berth's host deps. The module keeps its real path either way.
+ */
 async function installResolver() {
   if (isBun) {
+    const { configDepsFor } = await import(new URL("./config-deps.mjs", import.meta.url).href)
     Bun.plugin({
       name: "berth-deps",
       setup(build) {
@@ -43,9 +48,14 @@ async function installResolver() {
           if (args.path.startsWith("node:") || args.path.startsWith("bun:") || args.path === "bun") return
           try {
             return { path: Bun.resolveSync(args.path, args.importer) }
-          } catch {
-            return { path: Bun.resolveSync(args.path, depsDir) }
+          } catch {}
+          const own = configDepsFor(depsDir, args.importer)
+          if (own) {
+            try {
+              return { path: Bun.resolveSync(args.path, own) }
+            } catch {}
           }
+          return { path: Bun.resolveSync(args.path, depsDir) }
         })
       },
     })

@@ -1,14 +1,18 @@
-// Node's module hooks for the plugin host: bare imports fall back to Berth's deps dir, and
+// Node's module hooks for the plugin host: bare imports fall back to the config folder's
+// prepared dependencies (config-deps.mjs), then to Berth's deps dir, and
 // TypeScript files are stripped to JavaScript (Node 20 has no type stripping) with sucrase.
 // The module keeps its real URL, so import.meta.url stays true.
 import { createRequire } from "node:module"
 import { readFile } from "node:fs/promises"
 import { pathToFileURL, fileURLToPath } from "node:url"
+import { configDepsFor } from "./config-deps.mjs"
 
+let depsDir
 let depsParent
 let transform
 
-export async function initialize({ depsDir }) {
+export async function initialize(data) {
+  depsDir = data.depsDir
   depsParent = pathToFileURL(depsDir.replace(/\/?$/, "/")).href
   const require = createRequire(depsParent + "package.json")
   transform = require("sucrase").transform
@@ -20,6 +24,13 @@ export async function resolve(specifier, context, next) {
   } catch (err) {
     const bare = /^[^./]/.test(specifier) && !specifier.startsWith("node:") && !specifier.startsWith("file:")
     if (!bare) throw err
+    const importer = context.parentURL?.startsWith("file:") ? fileURLToPath(context.parentURL.replace(/[?#].*$/, "")) : ""
+    const own = configDepsFor(depsDir, importer)
+    if (own) {
+      try {
+        return await next(specifier, { ...context, parentURL: pathToFileURL(own + "/").href })
+      } catch {}
+    }
     return next(specifier, { ...context, parentURL: depsParent })
   }
 }

@@ -167,3 +167,53 @@ fn negative_control_npm_with_scripts_on_does_run_the_fixtures_install_script() {
         .unwrap()
         .contains("install ran"));
 }
+
+/// A config folder's own package.json dependencies are prepared in Berth's data dir (from its
+/// lockfile, scripts off) and resolved for that folder's tools, on Bun and on Node; the
+/// user's folder gets no node_modules (D-001).
+#[test]
+fn a_config_folders_own_dependencies_are_prepared_in_the_data_dir_for_both_backends() {
+    for node in [false, true] {
+        let s = Sandbox::new();
+        let fixture = repo_root().join("fixtures/config-deps/project/.opencode");
+        for rel in ["package.json", "package-lock.json", "tools/parity.ts"] {
+            s.write(
+                &format!("project/.opencode/{rel}"),
+                &std::fs::read_to_string(fixture.join(rel)).unwrap(),
+            );
+        }
+        let run_b = |args: &[&str]| {
+            let mut cmd = s.berth(args);
+            cmd.arg("--json");
+            if node {
+                cmd.env("BERTH_BUN", "/nonexistent");
+            }
+            parse_json_output(&cmd.output().unwrap())
+        };
+        approve_through_activation(run_b);
+        let (code, r) = run_b(&["invoke", "parity", "--args", r#"{"n":3}"#]);
+        assert_eq!(
+            (code, r["output"].as_str()),
+            (0, Some("odd")),
+            "node={node}: {r}"
+        );
+        let (_, r) = run_b(&["invoke", "parity", "--args", r#"{"n":4}"#]);
+        assert_eq!(r["output"], "even");
+        assert!(
+            !s.project().join(".opencode/node_modules").exists(),
+            "Berth wrote into the user's folder"
+        );
+        // The lockfile was honoured: the version it pins, not whatever ^6 resolves to today.
+        let prepared = std::fs::read_dir(s.data_dir().join("config-deps"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.path().join("node_modules").is_dir())
+            .expect("prepared in the data dir")
+            .path();
+        let is_number: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(prepared.join("node_modules/is-number/package.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(is_number["version"], "6.0.0");
+    }
+}

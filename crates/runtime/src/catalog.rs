@@ -222,6 +222,43 @@ impl Berth {
                 }
             }
         }
+        // A config folder's own package.json dependencies, prepared in the data dir before any
+        // file of that folder is imported (install scripts off; D-001).
+        let mut dirs: BTreeMap<std::path::PathBuf, Vec<String>> = BTreeMap::new();
+        for (id, source) in &cleared {
+            if matches!(
+                source.kind,
+                SourceKind::StandaloneTool | SourceKind::FilePlugin
+            ) {
+                if let Some(dir) = crate::deps::config_dir_of(std::path::Path::new(&source.entry)) {
+                    if dir.join("package.json").is_file() {
+                        dirs.entry(dir).or_default().push(id.clone());
+                    }
+                }
+            }
+        }
+        for (dir, ids) in dirs {
+            let data_dir = self.options().data_dir.clone();
+            let prepared = tokio::task::spawn_blocking(move || {
+                crate::deps::prepare_config_dir_deps(&data_dir, &dir)
+            })
+            .await;
+            let err = match prepared {
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => Some(e),
+                Err(e) => Some(BerthError::new(
+                    code::DEPENDENCY_FAILED,
+                    "dependencies",
+                    e.to_string(),
+                    "retry",
+                )),
+            };
+            if let Some(e) = err {
+                for id in ids {
+                    act.problems.push(e.clone().for_plugin(id));
+                }
+            }
+        }
         let mut newly_loaded_plugins = 0usize;
         // Tool files first, then plugins in OpenCode's load order (hook order follows it).
         let mut cleared: Vec<(String, &berth_discovery::Source)> = cleared.into_iter().collect();

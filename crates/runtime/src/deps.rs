@@ -214,3 +214,109 @@ pub fn prepare_npm_plugin(
     tracing::info!(%spec, path = %pkg.display(), "npm plugin prepared");
     Ok(pkg)
 }
+
+/// The folder a config dir's own dependencies are prepared in:
+/// `<data dir>/config-deps/<first 16 hex of sha256(config dir path)>`. The plugin host computes
+/// the same name to resolve imports of files below that config dir (host/berth-host.mjs).
+pub fn config_deps_dir(data_dir: &Path, config_dir: &Path) -> PathBuf {
+    let digest = berth_discovery::sha256_hex(config_dir.to_string_lossy().as_bytes());
+    let hex = digest.trim_start_matches("sha256:");
+    data_dir.join("config-deps").join(&hex[..16])
+}
+
+/// The OpenCode config dir a standalone tool or plugin file belongs to
+/// (`<dir>/{tool,tools,plugin,plugins}/<file>`), if it is in one.
+pub fn config_dir_of(entry: &Path) -> Option<PathBuf> {
+    let folder = entry.parent()?;
+    let name = folder.file_name()?.to_str()?;
+    matches!(name, "tool" | "tools" | "plugin" | "plugins")
+        .then(|| folder.parent().map(Path::to_path_buf))?
+}
+
+/// Prepares the dependencies a config dir's own `package.json` lists (OpenCode installs them
+/// into the folder itself; Berth into its data dir, D-001): npm with install scripts off, the
+/// folder's `package-lock.json` respected when there is one (`npm ci`). Nothing to do (None)
+/// when the folder lists no dependencies; already prepared for these exact bytes is a no-op.
+pub fn prepare_config_dir_deps(
+    data_dir: &Path,
+    config_dir: &Path,
+) -> Result<Option<PathBuf>, BerthError> {
+    let manifest = match std::fs::read(config_dir.join("package.json")) {
+        Ok(b) => b,
+        Err(_) => return Ok(None),
+    };
+    let failed = |msg: String| {
+        BerthError::new(
+            code::DEPENDENCY_FAILED,
+            "dependencies",
+            format!("the dependencies of {} could not be prepared: {msg}", config_dir.display()),
+            "fix the folder's package.json (or its lockfile) and approve again, or check the network",
+        )
+    };
+    let parsed: serde_json::Value = serde_json::from_slice(&manifest)
+        .map_err(|e| failed(format!("package.json is not JSON: {e}")))?;
+    let wants_any = ["dependencies", "optionalDependencies"]
+        .iter()
+        .any(|k| parsed[k].as_object().is_some_and(|d| !d.is_empty()));
+    if !wants_any {
+        return Ok(None);
+    }
+    let lock = std::fs::read(config_dir.join("package-lock.json")).ok();
+    let mut stamp_src = manifest.clone();
+    stamp_src.extend(lock.as_deref().unwrap_or_default());
+    let want = berth_discovery::sha256_hex(&stamp_src);
+    let target = config_deps_dir(data_dir, config_dir);
+    if std::fs::read_to_string(target.join(STAMP)).is_ok_and(|s| s.trim() == want) {
+        return Ok(Some(target));
+    }
+    let parent = target.parent().unwrap_or(data_dir).to_path_buf();
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| failed(format!("cannot create {}: {e}", parent.display())))?;
+    let lock_file = std::fs::File::create(target.with_extension("lock"))
+        .map_err(|e| failed(format!("cannot create the install lock: {e}")))?;
+    let _guard = FileLock::acquire(&lock_file);
+    if std::fs::read_to_string(target.join(STAMP)).is_ok_and(|s| s.trim() == want) {
+        return Ok(Some(target));
+    }
+    let staging = target.with_extension(format!("staging-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| failed(e.to_string()))?;
+    // Only the dependency lists travel: no scripts, no workspaces, nothing else of the file.
+    let slim = serde_json::json!({
+        "name": "berth-config-dir-deps",
+        "private": true,
+        "dependencies": parsed["dependencies"],
+        "optionalDependencies": parsed["optionalDependencies"],
+    });
+    std::fs::write(staging.join("package.json"), slim.to_string())
+        .map_err(|e| failed(e.to_string()))?;
+    let mut args = vec![if lock.is_some() { "ci" } else { "install" }];
+    if let Some(lock) = &lock {
+        std::fs::write(staging.join("package-lock.json"), lock)
+            .map_err(|e| failed(e.to_string()))?;
+    }
+    args.extend([
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+    ]);
+    let out = Command::new("npm")
+        .args(&args)
+        .current_dir(&staging)
+        .output()
+        .map_err(|e| failed(format!("cannot run npm: {e}")))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(failed(format!(
+            "npm {} failed: {}",
+            args[0],
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    std::fs::write(staging.join(STAMP), format!("{want}\n")).map_err(|e| failed(e.to_string()))?;
+    let _ = std::fs::remove_dir_all(&target);
+    std::fs::rename(&staging, &target).map_err(|e| failed(e.to_string()))?;
+    tracing::info!(config_dir = %config_dir.display(), path = %target.display(), "config folder dependencies prepared");
+    Ok(Some(target))
+}

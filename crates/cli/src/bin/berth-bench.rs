@@ -370,12 +370,17 @@ fn main() {
             berth.decide(None, Decision::Allow, "cli", false).unwrap();
             rt.block_on(berth.activate());
         }
-        let input = serde_json::json!({ "sessionID": "s", "agent": "build", "model": { "id": "m" } });
+        let input =
+            serde_json::json!({ "sessionID": "s", "agent": "build", "model": { "id": "m" } });
         let output = serde_json::json!({ "temperature": 0.2, "topP": 1, "options": {} });
         let first = rt
             .block_on(berth.run_active_hook("chat.params", input.clone(), output.clone()))
             .unwrap();
-        assert_eq!(first["options"].as_object().map(|o| o.len()), Some(10), "{first}");
+        assert_eq!(
+            first["options"].as_object().map(|o| o.len()),
+            Some(10),
+            "{first}"
+        );
         let mut samples = Vec::with_capacity(2000);
         for i in 0..2200 {
             let t = Instant::now();

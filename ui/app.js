@@ -6,8 +6,11 @@
 // Nothing is polled. Every piece of data is put into the page as text (never as HTML).
 //
 // Approval decisions go out through `invoke('approve'|'deny', {ids})` or `POST /api/approve|deny`;
-// the page never changes a source's state itself: the new state arrives with the next live
-// event, and the page re-renders from that snapshot.
+// answers to a tool's permission prompt through `invoke('answer_prompt', {id, reply})` or
+// `POST /api/prompt`; resuming paused plugin hosts through `invoke('resume')` or
+// `POST /api/resume`. The page never changes a source's state (or removes a prompt) itself: the
+// new state arrives with the next live event, and the page re-renders from that snapshot.
+// Messages plugins send (`notices`) also show as short-lived toasts, each one once.
 'use strict';
 
 (function () {
@@ -149,6 +152,16 @@
   // (action, ids) => Promise<decided ids>; rejects with {code, message, recovery}. Set by the
   // transport in use.
   let sendDecision = null;
+  // (id, reply) => Promise; rejects with {code, message, recovery}. Set by the transport in use.
+  let sendPromptAnswer = null;
+  // () => Promise<resumed backends>; rejects with {code, message, recovery}. Set by the transport.
+  let sendResume = null;
+
+  // Answers sent from this page to permission prompts, by prompt id: { reply, phase: 'sending' |
+  // 'sent' | 'error', error }. Settled (removed) once the snapshot no longer lists the prompt.
+  const answers = Object.create(null);
+  // The last "Resume" from this page: { phase: 'sending' | 'sent' | 'error', error, resumed }.
+  let resuming = null;
 
   function details(key, defaultOpen, summaryChildren, bodyChildren, props) {
     const d = el('details', props);
@@ -173,13 +186,18 @@
     const focus = rememberFocus(app);
     view = lookups(snap, sources);
 
+    settleAnswers(arr(snap.prompts));
+    settleResume(sources);
     renderHeader(snap, sources);
     const parts = [
       renderNotices(snap),
+      renderPaused(sources),
+      renderPrompts(snap),
       renderSummary(snap, sources),
       renderGlobalDiagnostics(snap),
       sources.length ? renderSources(sources) : renderEmpty(),
       renderTools(snap),
+      renderMessages(snap),
       renderHosts(snap),
       renderLookedAt(snap, sources.length === 0),
       renderRuntimes(snap),
@@ -188,6 +206,7 @@
     app.removeAttribute('aria-busy');
     restoreFocus(app, focus);
     renderFooter(snap);
+    showNewToasts(snap);
 
     const revision = num(snap.revision);
     document.body.dataset.revision = revision === null ? '' : String(revision);
@@ -225,6 +244,7 @@
         ' ' + waitingFor + ': show ' + plural(pending, 'it', 'them'));
       badge.title = 'Show what is waiting for your decision';
     }
+    renderPromptBadge(arr(snap.prompts).length);
     const berth = obj(snap.berth);
     const version = document.querySelector('[data-testid=version]');
     version.textContent = berth.version ? 'v' + str(berth.version) : '';
@@ -307,9 +327,16 @@
         ? 'Berth loaded it and found more than you approved. OpenCode uses none of it until you decide.'
         : 'Berth loaded them and found more than you approved. OpenCode uses none of it until you decide.';
     } else if (failed > 0) {
-      headline = failed + ' ' + plural(failed, 'source failed', 'sources failed') + ' to load';
+      const paused = sources.filter((s) => obj(s).state === 'paused').length;
       tone = 'error';
-      detail = 'Each one below says what went wrong and what to do.';
+      if (paused > 0 && paused >= failed) {
+        headline = paused + ' ' + plural(paused, 'source is', 'sources are') + ' paused';
+        detail = 'Their plugin host stopped too often. Look at what went wrong, then resume.';
+      } else {
+        headline = failed + ' ' + plural(failed, 'source failed', 'sources failed') + ' to load';
+        detail = 'Each one below says what went wrong and what to do.' +
+          (paused > 0 ? ' ' + paused + ' of them ' + plural(paused, 'is', 'are') + ' paused.' : '');
+      }
     } else if (preparing > 0) {
       headline = 'Preparing ' + preparing + ' ' + plural(preparing, 'source', 'sources');
       tone = 'progress';
@@ -505,6 +532,7 @@
       ? [problems, renderApprovalPanel(s, caps)]
       : [
         blocked ? renderBlocked(s, diags) : null,
+        s.state === 'paused' ? renderPausedSource(s) : null,
         asking ? renderDeferred(s) : renderDecided(s),
         s.state === 'preparing' ? renderPreparing(s) : null,
         s.state === 'active' ? renderRunsIn(s) : null,
@@ -1024,8 +1052,16 @@
   function restoreFocus(app, focus) {
     if (!focus) return;
     if (focus.global) {
-      const t = app.querySelector('[data-focus-global="' + CSS.escape(focus.global) + '"]');
-      if (t && document.activeElement !== t) t.focus({ preventScroll: true });
+      let t = app.querySelector('[data-focus-global="' + CSS.escape(focus.global) + '"]');
+      if (t && t.disabled && focus.global.startsWith('prompt:')) {
+        // Its buttons wait for Berth: the progress line of the same prompt holds the focus.
+        t = app.querySelector('[data-focus-global="' + CSS.escape(focus.global.replace(/:[^:]*$/, ':status')) + '"]');
+      }
+      if (!t && focus.global.startsWith('prompt:')) {
+        // The prompt was answered and left: on to the next one, if any.
+        t = app.querySelector('[data-testid=prompt] button[data-reply]:not([disabled])');
+      }
+      if (t && !t.disabled && document.activeElement !== t) t.focus({ preventScroll: true });
       return;
     }
     const row = rowOf(app, focus.id);
@@ -1087,6 +1123,523 @@
     if (!rows.length) return null;
     return details('tech:' + str(s.id), false, 'Technical details',
       el('dl', { className: 'tech-list' }, rows), { className: 'tech' });
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Permission prompts (a running tool waits on `ctx.ask`)
+
+  const LEVELS = { allow: 'allow', ask: 'ask', deny: 'deny' };
+  const level = (v) => LEVELS[str(v)] || str(v) || 'ask';
+
+  /** The plugin a prompt or a notice comes from, as its card names it (or its id). */
+  function pluginName(id) {
+    const s = view.sourceById.get(str(id));
+    return s ? sourceName(s) : str(id) || 'a plugin';
+  }
+
+  function renderPromptBadge(n) {
+    const badge = document.querySelector('[data-testid=prompt-badge]');
+    if (!badge) return;
+    badge.dataset.count = String(n);
+    badge.hidden = n === 0;
+    const text = plural(n, 'permission request', 'permission requests');
+    badge.replaceChildren(
+      el('span', { className: 'prompt-badge-count', text: n }),
+      el('span', { className: 'prompt-badge-text', text }),
+    );
+    badge.setAttribute('aria-label', n + ' ' + text + ' waiting for your answer: show ' + plural(n, 'it', 'them'));
+    badge.title = 'A tool is waiting for your answer';
+  }
+
+  function renderPrompts(snap) {
+    const prompts = arr(snap.prompts).map(obj);
+    if (!prompts.length) return null;
+    return el('section', {
+      className: 'panel prompts-panel',
+      testid: 'prompts',
+      attrs: { id: 'prompts', tabindex: '-1', 'aria-labelledby': 'prompts-title' },
+    }, [
+      el('h2', { className: 'section-title', attrs: { id: 'prompts-title' } }, [
+        'Permission requests',
+        el('span', { className: 'section-count', text: prompts.length }),
+        el('span', { className: 'section-note', text: 'a tool is waiting for your answer' }),
+      ]),
+      el('p', {
+        className: 'section-intro',
+        text: plural(prompts.length, 'This call is', 'These calls are') +
+          ' paused until you answer or ' + plural(prompts.length, 'its', 'their') +
+          ' time runs out. Everything else keeps working meanwhile.',
+      }),
+      el('ul', { className: 'prompt-items' }, prompts.map(renderPrompt)),
+    ]);
+  }
+
+  function renderPrompt(p) {
+    const id = str(p.id);
+    const tool = str(p.tool);
+    const permission = str(p.permission) || 'a permission';
+    const patterns = arr(p.patterns).map(str);
+    const always = arr(p.always).map(str);
+    const sameAlways = always.length === patterns.length && always.every((a, i) => a === patterns[i]);
+    const answer = answers[id];
+    const busy = !!answer && answer.phase !== 'error';
+    const name = pluginName(p.plugin);
+    const key = 'prompt:' + id;
+
+    const btn = (reply, label, cls, aria) => {
+      const b = el('button', {
+        className: 'btn ' + cls,
+        text: label,
+        dataset: { reply, focusGlobal: key + ':' + reply },
+        attrs: { type: 'button', 'aria-label': aria },
+      });
+      b.disabled = busy;
+      b.addEventListener('click', () => answerPrompt(p, reply));
+      return b;
+    };
+    const what = tool + ' (' + permission + (patterns.length ? ': ' + patterns.join(', ') : '') + ')';
+
+    return el('li', {
+      className: 'prompt',
+      testid: 'prompt',
+      dataset: { promptId: id, permission, tool, plugin: str(p.plugin) },
+      attrs: { 'aria-label': str(p.title) || what, 'aria-busy': busy ? 'true' : null },
+    }, [
+      el('h3', { className: 'prompt-title', testid: 'prompt-heading' }, [
+        el('span', { className: 'prompt-icon', text: '?', attrs: { 'aria-hidden': 'true' } }),
+        el('span', null, [
+          'The tool ',
+          el('span', { className: 'mono prompt-tool', testid: 'prompt-tool', text: tool || 'unknown' }),
+          ' from ',
+          sourceLink(p.plugin, { testid: 'prompt-plugin', focusGlobal: key + ':plugin' }),
+          ' asks for the ',
+          el('strong', { className: 'prompt-permission', testid: 'prompt-permission', text: permission }),
+          ' permission',
+        ]),
+      ]),
+      el('dl', { className: 'prompt-facts' }, [
+        el('dt', { text: patterns.length === 1 ? 'On' : 'On these' }),
+        el('dd', null, patterns.length
+          ? el('ul', { className: 'prompt-patterns', testid: 'prompt-patterns' },
+            patterns.map((x) => el('li', { className: 'mono', text: x })))
+          : el('span', { className: 'muted', testid: 'prompt-patterns', text: 'nothing named' })),
+        always.length && !sameAlways ? el('dt', { text: '\u201cAlways\u201d covers' }) : null,
+        always.length && !sameAlways
+          ? el('dd', null, el('ul', { className: 'prompt-patterns', testid: 'prompt-always' },
+            always.map((x) => el('li', { className: 'mono', text: x }))))
+          : null,
+        el('dt', { text: 'Why you' }),
+        el('dd', { testid: 'prompt-answers' }, [
+          'The plugin answered ',
+          el('strong', { className: 'level level-' + level(p.plugin_answer), testid: 'prompt-plugin-answer', text: level(p.plugin_answer) }),
+          '; your cap is ',
+          el('strong', { className: 'level level-' + level(p.cap), testid: 'prompt-cap', text: level(p.cap) }),
+          '.',
+          el('span', { className: 'muted', text: ' ' + whyAsked(level(p.plugin_answer), level(p.cap)) }),
+        ]),
+        num(p.asked_at_ms) !== null ? el('dt', { text: 'Asked' }) : null,
+        num(p.asked_at_ms) !== null
+          ? el('dd', null, [
+            el('time', { text: clockText(p.asked_at_ms), attrs: { datetime: new Date(num(p.asked_at_ms)).toISOString() } }),
+            p.call_id ? el('span', { className: 'muted', text: ' \u00b7 call ' }) : null,
+            p.call_id ? el('span', { className: 'mono muted', testid: 'prompt-call', text: str(p.call_id) }) : null,
+          ])
+          : null,
+      ]),
+      el('div', { className: 'prompt-actions' }, [
+        btn('once', 'Allow once', 'btn-allow', 'Allow ' + what + ' once'),
+        btn('always', 'Always allow', 'btn-always',
+          'Always allow ' + tool + ' to use ' + permission + (always.length ? ' on ' + always.join(', ') : '')),
+        btn('reject', 'Reject', 'btn-deny', 'Reject ' + what),
+        answerStatus(id, key),
+      ]),
+      answerError(id),
+    ]);
+  }
+
+  function whyAsked(pluginAnswer, cap) {
+    if (cap === 'ask' && pluginAnswer === 'allow') return 'Your cap has the last word, so Berth asks you.';
+    if (pluginAnswer === 'ask') return 'Nothing allowed it on its own, so Berth asks you.';
+    return 'So Berth asks you.';
+  }
+
+  function clockText(ms) {
+    const n = num(ms);
+    if (n === null) return '';
+    const d = new Date(n);
+    const today = new Date().toDateString() === d.toDateString();
+    return today
+      ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+      : whenText(n);
+  }
+
+  const REPLY_PROGRESS = { once: 'Allowing once\u2026', always: 'Allowing always\u2026', reject: 'Rejecting\u2026' };
+  const REPLY_FAILED = { once: 'Could not allow it: ', always: 'Could not allow it: ', reject: 'Could not reject it: ' };
+
+  function answerStatus(id, key) {
+    const a = answers[id];
+    if (!a || a.phase === 'error') return null;
+    return el('span', {
+      className: 'progress',
+      testid: 'prompt-progress',
+      dataset: { phase: a.phase, focusGlobal: key + ':status' },
+      attrs: { role: 'status', tabindex: '-1' },
+    }, [
+      el('span', { className: 'spinner', attrs: { 'aria-hidden': 'true' } }),
+      a.phase === 'sending' ? REPLY_PROGRESS[a.reply] : 'Answered. Updating\u2026',
+    ]);
+  }
+
+  function answerError(id) {
+    const a = answers[id];
+    if (!a || a.phase !== 'error') return null;
+    return errorBox(a.error, REPLY_FAILED[a.reply] || 'Could not answer: ', 'prompt-error');
+  }
+
+  /** An error from Berth, inline: its code, message and what to do. */
+  function errorBox(e, lead, testid) {
+    return el('div', {
+      className: 'diag diag-error decision-error',
+      testid,
+      dataset: { code: e.code },
+      attrs: { role: 'alert' },
+    }, [
+      el('span', { className: 'diag-code', text: e.code || 'error' }),
+      el('div', { className: 'diag-body' }, [
+        el('p', { className: 'diag-message' }, [el('strong', { text: lead }), e.message]),
+        e.recovery ? el('p', { className: 'diag-recovery' }, [
+          el('span', { className: 'diag-label', text: 'What to do: ' }),
+          e.recovery,
+        ]) : null,
+      ]),
+    ]);
+  }
+
+  function answerPrompt(p, reply) {
+    const id = str(p.id);
+    const old = answers[id];
+    if (!sendPromptAnswer || (old && old.phase !== 'error')) return;
+    const entry = { reply, phase: 'sending', error: null, timer: null };
+    answers[id] = entry;
+    rerender();
+    focusGlobal('prompt:' + id + ':status');
+    let sent;
+    try {
+      sent = Promise.resolve(sendPromptAnswer(id, reply));
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then(() => {
+      if (answers[id] !== entry) return;
+      entry.phase = 'sent';
+      // The prompt leaves with the live event (it may already have); if none comes, stop
+      // showing progress after a while and show whatever Berth last said.
+      entry.timer = setTimeout(() => {
+        if (answers[id] === entry) {
+          delete answers[id];
+          rerender();
+        }
+      }, 10000);
+      rerender();
+    }, (err) => {
+      if (answers[id] !== entry) return;
+      entry.phase = 'error';
+      entry.error = describeError(err);
+      rerender();
+      focusGlobal('prompt:' + id + ':' + reply);
+    });
+  }
+
+  /** Drops answers to prompts the snapshot no longer lists. */
+  function settleAnswers(prompts) {
+    const open = new Set(prompts.map((p) => str(obj(p).id)));
+    for (const id of Object.keys(answers)) {
+      if (answers[id].phase === 'sending' || open.has(id)) continue;
+      clearTimeout(answers[id].timer);
+      delete answers[id];
+    }
+  }
+
+  /** The header's permission badge: goes to the first prompt's "Allow once". */
+  function showPrompts() {
+    const panel = document.querySelector('[data-testid=prompts]');
+    if (!panel) return;
+    panel.scrollIntoView({ block: 'start' });
+    const first = panel.querySelector('button[data-reply]:not([disabled])');
+    (first || panel).focus({ preventScroll: true });
+  }
+
+  function focusGlobal(key) {
+    restoreFocus(document.getElementById('app'), { global: key });
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Paused sources (their plugin host spent its restart budget)
+
+  /** A reason the snapshot gives for a pause, when it gives one. */
+  function pauseReason(s) {
+    return str(s.paused_reason || s.state_reason || s.reason || obj(s.pause).reason);
+  }
+
+  function settleResume(sources) {
+    if (!resuming || resuming.phase === 'sending') return;
+    if (resuming.phase === 'sent' && !sources.some((s) => obj(s).state === 'paused') && !resuming.noneFound) {
+      clearTimeout(resuming.timer);
+      resuming = null;
+    }
+  }
+
+  function resumeButton(label, props) {
+    const busy = !!resuming && resuming.phase !== 'error' && !resuming.noneFound;
+    const b = el('button', Object.assign({
+      className: 'btn btn-small btn-resume',
+      text: label,
+    }, props));
+    b.type = 'button';
+    b.disabled = busy;
+    b.addEventListener('click', () => resume(b));
+    return b;
+  }
+
+  function resumeStatus() {
+    if (!resuming) return null;
+    if (resuming.phase === 'error') return errorBox(resuming.error, 'Could not resume: ', 'resume-error');
+    const text = resuming.phase === 'sending'
+      ? 'Resuming\u2026'
+      : resuming.noneFound
+        ? 'Nothing was paused any more; the page shows what Berth says now.'
+        : 'Resumed (' + resuming.resumed.map((b) => BACKENDS[b] || b).join(', ') + '). Loading again\u2026';
+    return el('span', {
+      className: 'progress',
+      testid: 'resume-progress',
+      dataset: { phase: resuming.noneFound ? 'none' : resuming.phase },
+      attrs: { role: 'status' },
+    }, [
+      resuming.noneFound ? null : el('span', { className: 'spinner', attrs: { 'aria-hidden': 'true' } }),
+      text,
+    ]);
+  }
+
+  function resume(button) {
+    if (!sendResume || (resuming && resuming.phase === 'sending')) return;
+    const focusKey = button && button.dataset.focusGlobal;
+    if (resuming) clearTimeout(resuming.timer);
+    const entry = { phase: 'sending', error: null, resumed: [], noneFound: false, timer: null };
+    resuming = entry;
+    rerender();
+    let sent;
+    try {
+      sent = Promise.resolve(sendResume());
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then((resumed) => {
+      if (resuming !== entry) return;
+      entry.phase = 'sent';
+      entry.resumed = arr(resumed).map(str);
+      entry.noneFound = entry.resumed.length === 0;
+      entry.timer = setTimeout(() => {
+        if (resuming === entry) {
+          resuming = null;
+          rerender();
+        }
+      }, entry.noneFound ? 8000 : 15000);
+      rerender();
+    }, (err) => {
+      if (resuming !== entry) return;
+      entry.phase = 'error';
+      entry.error = describeError(err);
+      rerender();
+      if (focusKey) focusGlobal(focusKey);
+    });
+  }
+
+  /** One banner above everything when sources are paused, with the way to resume them. */
+  function renderPaused(sources) {
+    const paused = sources.map(obj).filter((s) => s.state === 'paused');
+    if (!paused.length && !(resuming && resuming.phase !== 'sending')) return null;
+    if (!paused.length) {
+      // Resumed: say so until the sources are back (or the note times out).
+      const status = resumeStatus();
+      return status ? el('div', { className: 'paused-banner is-resumed', testid: 'paused-banner' }, [status]) : null;
+    }
+    const backends = [...new Set(paused.map((s) => str(obj(s.approval).backend)).filter(Boolean))]
+      .map((b) => BACKENDS[b] || b);
+    const host = backends.length ? backends.join(' and ') + ' plugin ' + plural(backends.length, 'host', 'hosts') : 'plugin host';
+    const n = paused.length;
+    return el('section', {
+      className: 'paused-banner',
+      testid: 'paused-banner',
+      dataset: { count: n },
+      attrs: { 'aria-label': 'Paused sources' },
+    }, [
+      el('p', { className: 'paused-title' }, [
+        el('strong', { text: n + ' ' + plural(n, 'source is', 'sources are') + ' paused. ' }),
+        'The ' + host + ' stopped too often, so Berth stopped restarting ' + plural(backends.length, 'it', 'them') +
+          '. Their tools cannot be called until you resume.',
+      ]),
+      el('div', { className: 'paused-actions' }, [
+        resumeButton('Resume', {
+          testid: 'resume',
+          dataset: { focusGlobal: 'resume-banner' },
+          attrs: { 'aria-label': 'Resume the paused plugin hosts' },
+        }),
+        resumeStatus(),
+      ]),
+    ]);
+  }
+
+  /** In a paused source's card: why, and Resume. */
+  function renderPausedSource(s) {
+    const reason = pauseReason(s);
+    return el('div', { className: 'paused', testid: 'paused', attrs: { role: 'note' } }, [
+      el('p', { className: 'paused-text' }, [
+        el('strong', { text: 'Paused. ' }),
+        'Its plugin host stopped too often, so Berth stopped restarting it. ' +
+          'Look at its problems below, then resume.',
+      ]),
+      reason ? el('p', { className: 'paused-reason', testid: 'paused-reason' }, [
+        el('span', { className: 'diag-label', text: 'Reason: ' }),
+        reason,
+      ]) : null,
+      el('div', { className: 'paused-actions' }, [
+        resumeButton('Resume', {
+          testid: 'source-resume',
+          dataset: { action: 'resume', focus: 'resume' },
+          attrs: { 'aria-label': 'Resume ' + sourceName(s) + ' and its plugin host' },
+        }),
+      ]),
+    ]);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Messages from plugins (client.tui.showToast): toasts and the recent list
+
+  const VARIANTS = {
+    info: { label: 'Info', icon: 'i' },
+    success: { label: 'Success', icon: '\u2713' },
+    warning: { label: 'Warning', icon: '!' },
+    error: { label: 'Error', icon: '\u2715' },
+  };
+  const variantOf = (n) => (VARIANTS[str(n.variant)] ? str(n.variant) : 'info');
+  const noticeKey = (n) => str(n.at_ms) + '\u0000' + str(n.plugin) + '\u0000' + str(n.message);
+
+  // Notices already turned into toasts (only keys the snapshot still lists are kept: a notice
+  // the server dropped never comes back).
+  let shownNotices = new Set();
+  let noticesSeen = false;
+  const TOAST_MS = 6000;
+  // On the first snapshot, only messages this recent become toasts (older ones are in the list).
+  const TOAST_RECENT_MS = 120000;
+  const TOASTS_MAX = 4;
+
+  function showNewToasts(snap) {
+    const notices = arr(snap.notices).map(obj);
+    const now = Date.now();
+    const keys = new Set();
+    for (const n of notices) {
+      const key = noticeKey(n);
+      keys.add(key);
+      if (shownNotices.has(key)) continue;
+      const at = num(n.at_ms);
+      if (noticesSeen || (at !== null && Math.abs(now - at) <= TOAST_RECENT_MS)) showToast(n);
+    }
+    shownNotices = keys;
+    noticesSeen = true;
+  }
+
+  function showToast(n) {
+    const box = document.getElementById('toasts');
+    if (!box) return;
+    const variant = variantOf(n);
+    const name = pluginName(n.plugin);
+    const close = el('button', {
+      className: 'toast-close',
+      text: '\u00d7',
+      testid: 'toast-close',
+      attrs: { type: 'button', 'aria-label': 'Dismiss the message from ' + name },
+    });
+    const toast = el('div', {
+      className: 'toast toast-' + variant,
+      testid: 'toast',
+      dataset: { variant, plugin: str(n.plugin), at: num(n.at_ms) },
+    }, [
+      el('span', { className: 'toast-icon', text: VARIANTS[variant].icon, attrs: { 'aria-hidden': 'true' } }),
+      el('div', { className: 'toast-body' }, [
+        el('p', { className: 'toast-from' }, [
+          el('span', { className: 'sr-only', text: VARIANTS[variant].label + ' from ' }),
+          el('span', { className: 'toast-plugin', testid: 'toast-plugin', title: str(n.plugin), text: name }),
+        ]),
+        n.title ? el('p', { className: 'toast-title', testid: 'toast-title', text: str(n.title) }) : null,
+        el('p', { className: 'toast-message', testid: 'toast-message', text: str(n.message) }),
+      ]),
+      close,
+    ]);
+    let timer = null;
+    const dismiss = () => {
+      clearTimeout(timer);
+      const hadFocus = toast.contains(document.activeElement);
+      toast.remove();
+      if (hadFocus) {
+        const next = box.querySelector('.toast-close');
+        if (next) next.focus();
+      }
+    };
+    const arm = () => {
+      clearTimeout(timer);
+      // window.__berthToastMs: a shorter time for the browser tests.
+      timer = setTimeout(dismiss, num(window.__berthToastMs) || TOAST_MS);
+    };
+    close.addEventListener('click', dismiss);
+    toast.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape') dismiss();
+    });
+    // Hovering or focusing a toast keeps it (time enough to read); leaving restarts the clock.
+    toast.addEventListener('mouseenter', () => clearTimeout(timer));
+    toast.addEventListener('mouseleave', () => {
+      if (!toast.contains(document.activeElement)) arm();
+    });
+    toast.addEventListener('focusin', () => clearTimeout(timer));
+    toast.addEventListener('focusout', (e) => {
+      if (!toast.contains(e.relatedTarget) && !toast.matches(':hover')) arm();
+    });
+    box.append(toast);
+    while (box.children.length > TOASTS_MAX) box.firstElementChild.remove();
+    arm();
+  }
+
+  function renderMessages(snap) {
+    const notices = arr(snap.notices).map(obj);
+    if (!notices.length) return null;
+    const newest = notices.slice().reverse();
+    return el('section', { className: 'panel messages-panel', testid: 'plugin-messages' }, [
+      el('h2', { className: 'section-title' }, [
+        'Plugin messages',
+        el('span', { className: 'section-count', text: notices.length }),
+        el('span', { className: 'section-note', text: 'newest first' }),
+      ]),
+      el('ol', { className: 'messages' }, newest.map((n, i) => {
+        const variant = variantOf(n);
+        return el('li', {
+          className: 'message message-' + variant,
+          testid: 'plugin-message',
+          dataset: { variant, plugin: str(n.plugin) },
+        }, [
+          el('span', { className: 'message-variant', text: VARIANTS[variant].label }),
+          el('span', { className: 'message-when' }, num(n.at_ms) !== null
+            ? el('time', { text: clockText(n.at_ms), attrs: { datetime: new Date(num(n.at_ms)).toISOString() } })
+            : null),
+          el('span', { className: 'message-from' }, sourceLink(n.plugin, {
+            testid: 'message-plugin',
+            focusGlobal: 'message:' + i + ':' + str(n.plugin),
+          })),
+          el('span', { className: 'message-text' }, [
+            n.title ? el('strong', { text: str(n.title) + ' ' }) : null,
+            str(n.message),
+          ]),
+        ]);
+      })),
+    ]);
   }
 
   // ---------------------------------------------------------------------------------------
@@ -1424,6 +1977,8 @@
       safeRender(snap);
     };
     sendDecision = (action, ids) => tauri.core.invoke(action === 'allow' ? 'approve' : 'deny', { ids });
+    sendPromptAnswer = (id, reply) => tauri.core.invoke('answer_prompt', { id, reply });
+    sendResume = () => tauri.core.invoke('resume');
     // Listen first, then ask: no change can fall between the two.
     Promise.resolve(tauri.event.listen('status-changed', (e) => {
       const payload = obj(e && e.payload);
@@ -1452,7 +2007,10 @@
       return;
     }
     const q = '?token=' + encodeURIComponent(token);
-    sendDecision = webDecision(token);
+    sendDecision = (action, ids) =>
+      webPost(token, action === 'allow' ? 'approve' : 'deny', { ids }).then((body) => arr(obj(body).decided));
+    sendPromptAnswer = (id, reply) => webPost(token, 'prompt', { id, reply });
+    sendResume = () => webPost(token, 'resume', {}).then((body) => arr(obj(body).resumed));
     setLive('connecting');
 
     fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
@@ -1481,16 +2039,19 @@
       });
   }
 
-  /** POST /api/approve|deny → 200 {decided} or an error body {error: {code, message, recovery}}. */
-  function webDecision(token) {
-    return (action, ids) => fetch('/api/' + (action === 'allow' ? 'approve' : 'deny'), {
+  /**
+   * POST /api/<path> with a JSON body (approve, deny, prompt, resume) → the 200 answer's JSON,
+   * or a rejection with {code, message, recovery} (Berth's error body, or one made here).
+   */
+  function webPost(token, path, payload) {
+    return fetch('/api/' + path, {
       method: 'POST',
       headers: { Authorization: 'Bearer ' + token, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ ids }),
+      body: JSON.stringify(payload),
       cache: 'no-store',
     }).then(
       (res) => res.json().catch(() => null).then((body) => {
-        if (res.ok) return arr(obj(body).decided);
+        if (res.ok) return body;
         const e = obj(obj(body).error);
         if (e.message) throw e;
         throw {
@@ -1543,6 +2104,8 @@
     drawMark();
     const badge = document.querySelector('[data-testid=pending-badge]');
     if (badge) badge.addEventListener('click', showPending);
+    const promptBadge = document.querySelector('[data-testid=prompt-badge]');
+    if (promptBadge) promptBadge.addEventListener('click', showPrompts);
     const tauri = window.__TAURI__;
     if (tauri && tauri.core && typeof tauri.core.invoke === 'function' && tauri.event) {
       startTauri(tauri);

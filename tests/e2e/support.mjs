@@ -253,3 +253,44 @@ export function stubTauriBridge(page, snapshot, { hold = false } = {}) {
     { snapshot, hold },
   )
 }
+
+/**
+ * Approves every waiting source of `machine` the way a person does with the CLI, through both
+ * checkpoints: `berth approve --all` (before loading), `berth tools` (loads; a plugin that
+ * registers more than was approved waits for activation), and again until nothing waits.
+ * Returns the ids approved.
+ */
+export function approveThroughActivation(machine, rounds = 3) {
+  const approved = new Set()
+  for (let i = 0; i < rounds; i++) {
+    const waiting = berth(machine, ["status"]).sources.filter(
+      (s) => s.state === "pending-approval" || s.state === "pending-activation",
+    )
+    if (i > 0 && waiting.length === 0) break
+    for (const s of waiting) approved.add(s.id)
+    berthText(machine, ["approve", "--all"])
+    berthText(machine, ["tools"])
+  }
+  const left = berth(machine, ["status"]).sources.filter(
+    (s) => s.state === "pending-approval" || s.state === "pending-activation",
+  )
+  assert.deepEqual(left.map((s) => s.id), [], "sources still waiting after approving through activation")
+  return [...approved]
+}
+
+/** POST /api/<path> with the server's token and a JSON body: resolves with { status, body }. */
+export async function postApi(server, path, body) {
+  const res = await fetch(`${server.origin}/api/${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+    body: JSON.stringify(body ?? {}),
+  })
+  const text = await res.text()
+  let parsed
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    parsed = text
+  }
+  return { status: res.status, body: parsed }
+}

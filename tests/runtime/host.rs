@@ -229,6 +229,13 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
         berth.status().sources[0].state,
         berth_discovery::SourceState::Paused
     );
+    assert!(
+        berth.status().sources[0]
+            .diagnostics
+            .iter()
+            .any(|d| d.code == "temporarily-unavailable" && d.message.contains("paused")),
+        "the paused source says why"
+    );
     // Manual resume (the status page's button): a fresh host, the source active again.
     let resumed = berth.resume_hosts().await;
     assert_eq!(resumed.len(), 1, "{resumed:?}");

@@ -112,13 +112,13 @@ impl Berth {
                 .activity
                 .insert(source.id.clone(), SourceState::Preparing);
             self.rescan();
-            let (data_dir, name, request) = (
-                self.options().data_dir.clone(),
+            let (packages, name, request) = (
+                self.options().packages_dir(),
                 name.to_string(),
                 request.to_string(),
             );
             let result = tokio::task::spawn_blocking(move || {
-                crate::deps::prepare_npm_plugin(&data_dir, &name, &request)
+                crate::deps::prepare_npm_plugin(&packages, &name, &request)
             })
             .await;
             self.catalog()
@@ -423,7 +423,7 @@ impl Berth {
 
     /// A scan that reads the bytes as they are now (no cache), including prepared packages.
     fn fresh_scan(&self) -> berth_discovery::Discovery {
-        Scanner::with_packages(self.options().data_dir.join("packages"))
+        Scanner::with_packages(self.options().packages_dir())
             .scan(&self.options().env, &self.options().project)
     }
 

@@ -126,12 +126,12 @@ impl Drop for FileLock<'_> {
     }
 }
 
-/// Prepares one npm plugin package in `<data dir>/packages/<name@request>/` with npm, install
+/// Prepares one npm plugin package in `<packages>/<name@request>/` with npm, install
 /// scripts off, the user's spec after `--`. A package already there is used as it is: a
 /// `latest` is not re-resolved (OpenCode's behaviour; checking for updates is explicit).
 /// Returns the package folder (`…/node_modules/<name>`).
 pub fn prepare_npm_plugin(
-    data_dir: &Path,
+    packages: &Path,
     name: &str,
     request: &str,
 ) -> Result<PathBuf, BerthError> {
@@ -139,7 +139,7 @@ pub fn prepare_npm_plugin(
     if name == request && !local {
         return Err(BerthError::new(code::UNSUPPORTED, "dependencies", format!("`{name}` is a git or tarball URL spec; Berth prepares registry and local `file:` packages only for now"), "use a registry version of the plugin (name@version)"));
     }
-    let root = data_dir.join("packages");
+    let root = packages.to_path_buf();
     let dir = berth_discovery::npm_install_dir(&root, name, request);
     let pkg = berth_discovery::prepared_package_dir(&root, name, request);
     let failed = |msg: String| {

@@ -29,6 +29,18 @@ pub struct BerthOptions {
     pub log_file: Option<PathBuf>,
 }
 
+impl BerthOptions {
+    /// Where prepared npm plugin packages live: `<data dir>/packages`, or the folder named by
+    /// `BERTH_PACKAGE_CACHE`, which several data dirs may share (a prepared `name@request` is
+    /// immutable and has its own install lock).
+    pub fn packages_dir(&self) -> PathBuf {
+        std::env::var_os("BERTH_PACKAGE_CACHE")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.data_dir.join("packages"))
+    }
+}
+
 /// The default data dir: `$XDG_DATA_HOME/berth`, else `~/.local/share/berth`.
 pub fn default_data_dir(env: &OpencodeEnv) -> PathBuf {
     env.data_home().join("berth")
@@ -115,7 +127,7 @@ impl Berth {
             inner: Arc::new(Inner {
                 store: Mutex::new(opened.store),
                 store_info,
-                scanner: Mutex::new(Scanner::with_packages(options.data_dir.join("packages"))),
+                scanner: Mutex::new(Scanner::with_packages(options.packages_dir())),
                 runtimes,
                 domain: approval::execution_domain(),
                 current: RwLock::new(Arc::new(placeholder(&options))),
@@ -296,6 +308,17 @@ impl Berth {
                     }
                     let mut source = src.clone();
                     source.state = state;
+                    if state == SourceState::Paused {
+                        source.diagnostics.push(berth_discovery::Diagnostic::new(
+                            code::TEMPORARILY_UNAVAILABLE,
+                            format!(
+                                "its plugin host stopped {} times within {} minutes and is paused; nothing of this source runs until it is resumed",
+                                crate::host::RESTART_BUDGET,
+                                crate::host::RESTART_WINDOW.as_secs() / 60
+                            ),
+                            "look at the plugin's diagnostics and log, then press Resume on the status page (or restart Berth)",
+                        ));
+                    }
                     SourceView {
                         source,
                         approval: view,

@@ -350,7 +350,7 @@ impl Berth {
     }
 
     fn fresh_scan_for_world(&self) -> berth_discovery::Discovery {
-        berth_discovery::Scanner::with_packages(self.options().data_dir.join("packages"))
+        berth_discovery::Scanner::with_packages(self.options().packages_dir())
             .scan(&self.options().env, &self.options().project)
     }
 

@@ -123,6 +123,13 @@ fn a_real_plugin_from_npm_is_prepared_judged_and_loaded() {
     let (_, v) = run(&s, &["sources"]);
     let src = source(&v, "opencode-wakatime");
     assert_eq!(src["approval"]["grew"], serde_json::json!([]), "{src}");
+    // The execution version: what the request resolved to, with npm's integrity.
+    let resolved = &src["npm"]["resolved"];
+    assert_eq!(resolved["version"], "1.3.9", "{src}");
+    assert!(resolved["integrity"]
+        .as_str()
+        .is_some_and(|i| i.starts_with("sha512-")));
+    assert!(resolved["packages"].as_u64().unwrap() >= 1);
     // Legacy module: `chat.message` and `event` are among what it registers.
     let (code, v) = run_hook(
         |a| run(&s, a),

@@ -25,4 +25,6 @@ pub use graph::{ConfigDir, ConfigFile, ConfigGraph, ConfigRole, DirRole};
 pub use scan::{
     npm_entry, npm_install_dir, prepared_package_dir, Discovery, Scanner, OPENCODE_VERSION,
 };
-pub use source::{Capabilities, Diagnostic, NpmRef, Scope, Source, SourceKind, SourceState};
+pub use source::{
+    Capabilities, Diagnostic, NpmRef, Resolved, Scope, Source, SourceKind, SourceState,
+};

@@ -69,6 +69,28 @@ pub fn npm_install_dir(root: &Path, name: &str, request: &str) -> PathBuf {
     root.join(safe)
 }
 
+/// The version and integrity a prepared request resolved to, from its install's lockfile.
+pub fn resolved_version(root: &Path, name: &str, request: &str) -> Option<crate::source::Resolved> {
+    let dir = npm_install_dir(root, name, request);
+    let lock: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package-lock.json")).ok()?).ok()?;
+    let pkg = prepared_package_dir(root, name, request);
+    let real = pkg.file_name()?.to_string_lossy().into_owned();
+    let real = match pkg.parent().and_then(|p| p.file_name()) {
+        Some(scope) if scope.to_string_lossy().starts_with('@') => {
+            format!("{}/{real}", scope.to_string_lossy())
+        }
+        _ => real,
+    };
+    let packages = lock["packages"].as_object()?;
+    let entry = packages.get(&format!("node_modules/{real}"))?;
+    Some(crate::source::Resolved {
+        version: entry["version"].as_str()?.to_string(),
+        integrity: entry["integrity"].as_str().map(str::to_string),
+        packages: packages.keys().filter(|k| !k.is_empty()).count(),
+    })
+}
+
 /// Where a prepared package's files are: `node_modules/<name>` of its install folder (for a
 /// `file:` spec the real name is recorded at preparation in `.berth-package`).
 pub fn prepared_package_dir(root: &Path, name: &str, request: &str) -> PathBuf {
@@ -301,6 +323,10 @@ impl Scanner {
                 src.npm = Some(NpmRef {
                     name: name.clone(),
                     request: request.clone(),
+                    resolved: self
+                        .packages_root
+                        .as_ref()
+                        .and_then(|r| resolved_version(r, name, request)),
                 });
                 src
             }

@@ -204,6 +204,19 @@ impl Capabilities {
 pub struct NpmRef {
     pub name: String,
     pub request: String,
+    /// What the request resolved to when the package was prepared (its execution version),
+    /// from the install's lockfile; None until prepared.
+    pub resolved: Option<Resolved>,
+}
+
+/// The exact package a request was prepared as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resolved {
+    pub version: String,
+    /// npm's `integrity` (SRI) of the tarball, when the registry gave one.
+    pub integrity: Option<String>,
+    /// How many packages the install holds (the plugin and its dependencies).
+    pub packages: usize,
 }
 
 /// One plugin, tool file or MCP server OpenCode would use, described without running it.

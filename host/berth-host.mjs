@@ -45,7 +45,9 @@ async function installResolver() {
       name: "berth-deps",
       setup(build) {
         build.onResolve({ filter: /^[^./]/ }, (args) => {
-          if (args.path.startsWith("node:") || args.path.startsWith("bun:") || args.path === "bun") return
+          // Package names only: `node:`, `bun:`, `file:` and other URL schemes resolve as usual
+          // (answering a `file:` URL here made Bun ask again for `file:file:…`, forever).
+          if (args.path === "bun" || /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(args.path)) return
           try {
             return { path: Bun.resolveSync(args.path, args.importer) }
           } catch {}
@@ -55,7 +57,13 @@ async function installResolver() {
               return { path: Bun.resolveSync(args.path, own) }
             } catch {}
           }
-          return { path: Bun.resolveSync(args.path, depsDir) }
+          try {
+            return { path: Bun.resolveSync(args.path, depsDir) }
+          } catch {
+            // Not ours to decide: Bun's own resolution (conditions `resolveSync` does not try,
+            // e.g. a CommonJS `require` of an exports map) answers, or reports the error.
+            return undefined
+          }
         })
       },
     })
@@ -420,13 +428,23 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
           toolDefs.set(`${instance}\u0000${toolName}`, def)
           tools.push({ name: toolName, description: String(def.description ?? ""), parameters: toJsonSchema(def.args) })
         }
-      } else if (typeof value === "function" || (isPlainObject(value) && (name === "auth" || name === "provider"))) {
+      } else if ((typeof value === "function" && HOOK_NAMES.has(name)) || (isPlainObject(value) && (name === "auth" || name === "provider"))) {
+        // Only names OpenCode ever triggers count: a helper export called as a factory may
+        // return any object (opencode-wakatime's returns the PluginInput, with `$` and `client`).
         hookNames.add(name)
       }
     }
   }
   return { id: id ?? null, factories: factories.length, hooks: [...hookNames].sort(), tools, auth }
 }
+
+/** The hooks of OpenCode 1.18.4's `Hooks` interface (spec §1.3) that are functions. */
+const HOOK_NAMES = new Set([
+  "dispose", "event", "config", "chat.message", "chat.params", "chat.headers", "permission.ask",
+  "command.execute.before", "tool.execute.before", "tool.execute.after", "shell.env", "tool.definition",
+  "experimental.chat.messages.transform", "experimental.chat.system.transform", "experimental.provider.small_model",
+  "experimental.session.compacting", "experimental.compaction.autocontinue", "experimental.text.complete",
+])
 
 // ---- auth hooks: login flows ------------------------------------------------------------------
 const flows = new Map() // flow id -> callback of an OAuth result
@@ -521,15 +539,42 @@ function nodeShell(instance) {
   return new Proxy(refuse, { get: () => refuse })
 }
 
-/** The `PluginInput` OpenCode passes a factory, as far as Berth provides it today. */
+/**
+ * The `PluginInput` OpenCode 1.18.4 passes a factory (`Plugin.state`), key order and shapes as
+ * recorded in tests/oracle/plugin-input.json. `context.project` is computed by the supervisor
+ * as OpenCode resolves it (catalog.rs `opencode_project`: id from the `origin` remote, the
+ * `.git/opencode` cache or the root commit; `global` and worktree `/` without git). `project`
+ * is what OpenCode passes on the first open of a project: no `name`/`icon`/`commands`, no
+ * sandboxes, the times now (D-021). `serverUrl` is Berth's loopback service (D-018), read
+ * through a getter as in OpenCode.
+ */
 function pluginInput(instance, context = {}) {
+  // OpenCode's client is the v1 SDK object: these groups are own properties holding objects
+  // (their methods live on prototypes), and the client also answers to
+  // `postSessionIdPermissionsPermissionId`. Here every group forwards to the `up`-frame
+  // client; a name OpenCode lacks still gets a callable that answers `unsupported` (D-017).
+  const groups = ["global", "project", "pty", "config", "tool", "instance", "path", "vcs", "session", "command", "provider", "find", "file", "app", "mcp", "lsp", "formatter", "tui", "auth", "event"]
+  const root = makeClient(instance)
+  const forward = (t, key, to) => (typeof key !== "string" || key in t ? t[key] : to[key])
+  const target = {}
+  for (const g of groups) target[g] = new Proxy({}, { get: (t, key) => forward(t, key, root[g]) })
+  const client = new Proxy(target, {
+    get: (t, key) => forward(t, key, root),
+    has: (t, key) => key in t || key === "postSessionIdPermissionsPermissionId",
+  })
+  const project = context.project ?? {}
+  const worktree = project.worktree ?? context.worktree
+  const url = new URL(serverUrl.href)
+  const now = Date.now()
   return {
-    client: makeClient(instance),
-    project: { id: "global", worktree: context.worktree, vcs: "git", time: { created: Date.now() } },
+    client,
+    project: { id: project.id ?? "global", worktree, vcs: project.vcs ?? undefined, sandboxes: [], time: { created: now, updated: now } },
+    worktree,
     directory: context.directory,
-    worktree: context.worktree,
-    experimental_workspace: { register() {} },
-    serverUrl: new URL(serverUrl.href),
+    experimental_workspace: { register(_type, _adaptor) {} },
+    get serverUrl() {
+      return url
+    },
     $: isBun ? Bun.$ : nodeShell(instance),
   }
 }

@@ -22,7 +22,7 @@ export async function resolve(specifier, context, next) {
   try {
     return await next(specifier, context)
   } catch (err) {
-    const bare = /^[^./]/.test(specifier) && !specifier.startsWith("node:") && !specifier.startsWith("file:")
+    const bare = /^[^./]/.test(specifier) && !/^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(specifier)
     if (!bare) throw err
     const importer = context.parentURL?.startsWith("file:") ? fileURLToPath(context.parentURL.replace(/[?#].*$/, "")) : ""
     const own = configDepsFor(depsDir, importer)

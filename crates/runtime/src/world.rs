@@ -278,15 +278,8 @@ impl Berth {
                     "directory": st.project.directory,
                 }))
             }
-            "project.current" => {
-                let st = self.status();
-                data(json!({
-                    "id": if st.project.has_git { "git" } else { "global" },
-                    "worktree": st.project.worktree,
-                    "vcs": if st.project.has_git { Value::from("git") } else { Value::Null },
-                    "time": { "created": now_ms() },
-                }))
-            }
+            // The same project the plugin's factory was given (OpenCode's id rules).
+            "project.current" => data(crate::catalog::opencode_project(&self.status().project)),
             "tool.ids" => data(json!(self
                 .status()
                 .tools

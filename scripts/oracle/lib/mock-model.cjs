@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// A fake OpenAI-compatible chat model for oracle recordings (see /work/shared/spec/opencode-oracle-facts.md §4).
+// A fake OpenAI-compatible chat model for oracle recordings (after the oracle notes on running OpenCode headless against a mock model).
 // Binds 127.0.0.1 only and stops by itself after MOCK_MAX_SECONDS (default 300) or MOCK_MAX_REQUESTS
 // (default 200), or, with --exit-on-stdin-close, when its stdin closes (give it a pipe from the parent so
 // it dies with the parent).

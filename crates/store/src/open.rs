@@ -15,7 +15,14 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Store {
     pub(crate) conn: Connection,
     pub(crate) path: PathBuf,
+    /// Writes on the call path since the last checkpoint was started.
+    writes: std::cell::Cell<u32>,
+    /// A checkpoint is running on its own connection.
+    checkpointing: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// Hot-path writes between two background WAL checkpoints.
+const CHECKPOINT_EVERY: u32 = 200;
 
 /// Something the person must be told about after opening.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,12 +92,19 @@ impl Store {
             .map_err(|e| OpenFailure::classify(e, path))?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| OpenFailure::classify(e, path))?;
+        // No checkpoint (and its fsync) inside a committing call: `wrote` starts one on its own
+        // connection every CHECKPOINT_EVERY writes; SQLite folds the WAL back when the last
+        // connection closes.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|e| OpenFailure::classify(e, path))?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(|e| OpenFailure::classify(e, path))?;
         migrate(&mut conn, SCHEMA_VERSION).map_err(|e| OpenFailure::classify(e, path))?;
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            writes: std::cell::Cell::new(0),
+            checkpointing: Default::default(),
         };
         store
             .ensure_meta()
@@ -108,6 +122,34 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Counts a write on the call path; every [`CHECKPOINT_EVERY`] writes a passive WAL
+    /// checkpoint runs on a thread and connection of its own, so no call waits for its fsync.
+    pub(crate) fn wrote(&self) {
+        use std::sync::atomic::Ordering;
+        let n = self.writes.get() + 1;
+        if n < CHECKPOINT_EVERY {
+            self.writes.set(n);
+            return;
+        }
+        self.writes.set(0);
+        if self.checkpointing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (path, flag) = (self.path.clone(), self.checkpointing.clone());
+        let spawned = std::thread::Builder::new()
+            .name("berth-checkpoint".into())
+            .spawn(move || {
+                if let Ok(c) = Connection::open(&path) {
+                    let _ = c.busy_timeout(BUSY_TIMEOUT);
+                    let _ = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+                flag.store(false, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.checkpointing.store(false, Ordering::SeqCst);
+        }
     }
 
     pub fn schema_version(&self) -> Result<i64, StoreError> {

@@ -133,6 +133,7 @@ impl Store {
                 params![n.receipt_id, n.idempotency_key, n.tool, n.source_id, n.args_digest, n.owner_pid, n.owner_start as i64, now],
             )
             .map_err(|e| self.err(e))?;
+        self.wrote();
         if inserted == 1 {
             return Ok(Accepted::New);
         }
@@ -168,7 +169,7 @@ impl Store {
     pub fn mark_receipt_running(&self, id: &str) -> Result<(), StoreError> {
         self.conn
             .execute("UPDATE receipts SET status = 'running', updated_at_ms = ?2 WHERE receipt_id = ?1 AND status = 'accepted'", params![id, crate::open::now_ms()])
-            .map(|_| ())
+            .map(|_| self.wrote())
             .map_err(|e| self.err(e))
     }
 
@@ -188,7 +189,7 @@ impl Store {
                  WHERE receipt_id = ?1 AND status IN ('accepted', 'running')",
                 params![id, status.as_str(), title, output, metadata.map(|m| m.to_string()), error.map(|e| e.0), error.map(|e| e.1), crate::open::now_ms()],
             )
-            .map(|_| ())
+            .map(|_| self.wrote())
             .map_err(|e| self.err(e))
     }
 

@@ -3,6 +3,23 @@
 //! that takes the group and every reparented descendant.
 //!
 //! Invariant: only the supervisor holds child process handles and sends these signals.
+//!
+//! Windows (designed, not built or tested here — this machine has no Windows): the same three
+//! duties map onto one kill-on-close Job Object per host.
+//! - Spawn: `CreateJobObjectW` with `JOBOBJECT_EXTENDED_LIMIT_INFORMATION.LimitFlags =
+//!   JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE | JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION`
+//!   (no `BREAKAWAY_OK`, so no descendant can leave it), plus `JOB_OBJECT_LIMIT_JOB_MEMORY` set to
+//!   the memory budget; create the host with `CREATE_SUSPENDED`, `AssignProcessToJobObject`,
+//!   then `ResumeThread` — no code of the host runs outside the job, and every process it
+//!   starts is born inside it (this replaces the process group and the subreaper).
+//! - Kill (cancel grace over, unresponsive, memory, revoke): `TerminateJobObject(job, 1)` ends
+//!   the whole tree at once (this replaces `kill_group` and `reclaim_orphans`).
+//! - Lifetime: the `HANDLE` lives in the `Host`; dropping it (`CloseHandle`) — or the app dying
+//!   in any way — kills the tree because of KILL_ON_JOB_CLOSE, so nothing outlives Berth.
+//! - RSS: `QueryInformationJobObject(JobObjectExtendedLimitInformation).PeakJobMemoryUsed` and
+//!   `JobObjectBasicAccountingInformation` for the status page, instead of `/proc`.
+//! - The channel: a named pipe with a random name and a per-spawn secret instead of the Unix
+//!   socket; the protocol above it is unchanged.
 
 /// Makes this process the subreaper of its descendants (Linux), once.
 pub fn become_subreaper() {

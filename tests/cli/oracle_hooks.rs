@@ -228,3 +228,27 @@ fn a_different_plugin_order_fails_the_hook_comparison() {
     let s = hooks_sandbox(&["p2", "p1", "p3"]);
     assert!(compare(&rec, &s).is_err());
 }
+
+/// Real OpenCode, in this run: the hook chains it produces now are Berth's chains too.
+#[test]
+fn hook_chains_match_real_opencode_live() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_file = tmp.path().join("chains.json");
+    let out = std::process::Command::new("node")
+        .arg(repo_root().join("scripts/oracle/record-hooks"))
+        .arg("--out")
+        .arg(&out_file)
+        .output()
+        .expect("node runs the hook recorder");
+    assert!(
+        out.status.success(),
+        "live OpenCode failed (run scripts/setup): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let live: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(live["opencode_version"], "1.18.4");
+    let s = hooks_sandbox(&["p1", "p2", "p3"]);
+    if let Err(d) = compare(&live, &s) {
+        panic!("{}", d.join("\n"));
+    }
+}

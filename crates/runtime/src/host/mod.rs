@@ -883,7 +883,9 @@ impl HostSupervisor {
         };
         // Later connections to this listener are refused by dropping it here (the path is gone).
         drop(listener);
-        let (mut rd, wr) = stream.into_split();
+        let (rd, wr) = stream.into_split();
+        // Buffered: an `ack` and its result usually arrive together and are read in one go.
+        let mut rd = tokio::io::BufReader::with_capacity(64 * 1024, rd);
         let writer = Arc::new(tokio::sync::Mutex::new(wr));
         let host = Arc::new(Host {
             backend,

@@ -4,8 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_discovery::OpencodeEnv;
-use berth_runtime::{Berth, BerthOptions, Decision};
+use berth_runtime::{Berth, Decision};
+
+#[path = "support.rs"]
+mod support;
 
 fn berth_with_faults(dir: &std::path::Path) -> Berth {
     berth_with(dir, "faults.ts")
@@ -110,33 +112,13 @@ async fn after_a_host_dies_other_tools_keep_answering_and_nothing_runs_twice() {
 }
 
 fn berth_with(dir: &std::path::Path, fixture: &str) -> Berth {
-    let home = dir.join("home");
-    let project = dir.join("project");
-    std::fs::create_dir_all(project.join(".git")).unwrap();
-    std::fs::create_dir_all(project.join(".opencode/tools")).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap();
-    std::fs::copy(
-        root.join("fixtures/tools").join(fixture),
-        project.join(".opencode/tools").join(fixture),
-    )
-    .unwrap();
-    let env = OpencodeEnv {
-        home,
-        cwd: project.clone(),
-        managed_config_dir: dir.join("managed"),
-        ..OpencodeEnv::default()
-    };
-    let berth = Berth::open(BerthOptions {
-        data_dir: dir.join("data"),
-        project,
-        env,
-        log_file: None,
-    })
-    .unwrap();
+    let berth = support::open_project(
+        dir,
+        &[(
+            &format!("tools/{fixture}"),
+            &format!(".opencode/tools/{fixture}"),
+        )],
+    );
     berth.decide(None, Decision::Allow, "cli", false).unwrap();
     berth
 }

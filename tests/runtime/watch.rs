@@ -3,27 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use berth_discovery::OpencodeEnv;
-use berth_runtime::{Berth, BerthOptions};
+use berth_runtime::Berth;
+
+#[path = "support.rs"]
+mod support;
 
 fn open(dir: &std::path::Path) -> Berth {
-    let home = dir.join("home");
-    let project = dir.join("project");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(project.join(".git")).unwrap();
-    let env = OpencodeEnv {
-        home,
-        cwd: project.clone(),
-        managed_config_dir: dir.join("managed"),
-        ..OpencodeEnv::default()
-    };
-    Berth::open(BerthOptions {
-        data_dir: dir.join("data"),
-        project,
-        env,
-        log_file: None,
-    })
-    .unwrap()
+    support::open_project(dir, &[])
 }
 
 #[test]

@@ -5,39 +5,21 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use berth_discovery::OpencodeEnv;
 use berth_runtime::world::PromptReply;
-use berth_runtime::{Berth, BerthOptions, Decision};
+use berth_runtime::{Berth, Decision};
+
+#[path = "support.rs"]
+mod support;
 use serde_json::{json, Value};
 
 fn berth_with_plugin(dir: &Path, fixture: &str) -> Berth {
-    let home = dir.join("home");
-    let project = dir.join("project");
-    std::fs::create_dir_all(project.join(".git")).unwrap();
-    std::fs::create_dir_all(project.join(".opencode/plugins")).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .unwrap();
-    std::fs::copy(
-        root.join("fixtures/plugins").join(fixture),
-        project.join(".opencode/plugins").join(fixture),
+    support::open_project(
+        dir,
+        &[(
+            &format!("plugins/{fixture}"),
+            &format!(".opencode/plugins/{fixture}"),
+        )],
     )
-    .unwrap();
-    let env = OpencodeEnv {
-        home,
-        cwd: project.clone(),
-        managed_config_dir: dir.join("managed"),
-        ..OpencodeEnv::default()
-    };
-    Berth::open(BerthOptions {
-        data_dir: dir.join("data"),
-        project,
-        env,
-        log_file: None,
-    })
-    .unwrap()
 }
 
 /// Checkpoint one, the load, checkpoint two.

@@ -65,6 +65,15 @@ fn scratch(root: &Path, tools: usize) -> (OpencodeEnv, PathBuf) {
     (env, project)
 }
 
+/// The set-up's local copy of the host dependencies (linked instead of downloaded).
+fn host_deps_seed() -> Option<PathBuf> {
+    std::env::current_exe()
+        .unwrap()
+        .ancestors()
+        .map(|a| a.join(".tools/host-deps"))
+        .find(|p| p.is_dir())
+}
+
 fn main() {
     let check = std::env::args().any(|a| a == "--check");
     let mut f = Figures {
@@ -171,11 +180,7 @@ fn main() {
         // Preparing the host's dependencies is a one-time install step per data dir (linked
         // from the set-up copy); it is measured on its own, not as part of the cold start.
         if backend == RuntimeKind::Bun {
-            let seed = std::env::current_exe()
-                .unwrap()
-                .ancestors()
-                .map(|a| a.join(".tools/host-deps"))
-                .find(|p| p.is_dir());
+            let seed = host_deps_seed();
             let t = Instant::now();
             berth_runtime::deps::prepare_host_deps(&tmp.path().join("deps-probe"), seed.as_deref())
                 .unwrap();
@@ -186,11 +191,7 @@ fn main() {
                 None,
             );
         }
-        let seed = std::env::current_exe()
-            .unwrap()
-            .ancestors()
-            .map(|a| a.join(".tools/host-deps"))
-            .find(|p| p.is_dir());
+        let seed = host_deps_seed();
         berth_runtime::deps::prepare_host_deps(
             &tmp.path().join(format!("host-data-{name}")),
             seed.as_deref(),
@@ -294,11 +295,7 @@ fn main() {
             .unwrap();
         }
         let data = tmp.path().join("memory-data");
-        let seed = std::env::current_exe()
-            .unwrap()
-            .ancestors()
-            .map(|a| a.join(".tools/host-deps"))
-            .find(|p| p.is_dir());
+        let seed = host_deps_seed();
         berth_runtime::deps::prepare_host_deps(&data, seed.as_deref()).unwrap();
         let berth = Berth::open(BerthOptions {
             data_dir: data,
@@ -349,11 +346,7 @@ fn main() {
             .unwrap();
         }
         let data = tmp.path().join(format!("chain-data-{name}"));
-        let seed = std::env::current_exe()
-            .unwrap()
-            .ancestors()
-            .map(|a| a.join(".tools/host-deps"))
-            .find(|p| p.is_dir());
+        let seed = host_deps_seed();
         berth_runtime::deps::prepare_host_deps(&data, seed.as_deref()).unwrap();
         if backend == RuntimeKind::Node {
             // SAFETY: single-threaded at this point of the benchmark.

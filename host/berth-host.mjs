@@ -40,30 +40,45 @@ const { z } = await import(isBun ? Bun.resolveSync("zod", depsDir) : "zod")
  */
 async function installResolver() {
   if (isBun) {
+    // Bun's runtime plugins are not asked to resolve the static imports of a loaded file, and
+    // without `--no-install` Bun would download whatever is missing. So the files Berth loads
+    // (outside any node_modules) are read here and each bare import that does not resolve next
+    // to the file is rewritten to the prepared copy's path; the module keeps its real path.
     const { configDepsFor } = await import(new URL("./config-deps.mjs", import.meta.url).href)
+    const dirOf = (p) => p.slice(0, p.lastIndexOf("/")) || "/"
+    const resolveBare = (spec, importer) => {
+      try {
+        Bun.resolveSync(spec, dirOf(importer))
+        return null // resolves next to the file: Bun's own resolution stays in charge
+      } catch {}
+      for (const dir of [configDepsFor(depsDir, importer), depsDir]) {
+        if (!dir) continue
+        try {
+          return Bun.resolveSync(spec, dir)
+        } catch {}
+      }
+      return null
+    }
     Bun.plugin({
       name: "berth-deps",
       setup(build) {
-        build.onResolve({ filter: /^[^./]/ }, (args) => {
-          // Package names only: `node:`, `bun:`, `file:` and other URL schemes resolve as usual
-          // (answering a `file:` URL here made Bun ask again for `file:file:…`, forever).
-          if (args.path === "bun" || /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(args.path)) return
+        build.onLoad({ filter: /^(?!.*\/node_modules\/).*\.(c|m)?[jt]sx?$/ }, async (args) => {
+          const path = args.path.replace(/[?#].*$/, "")
+          const loader = /\.(c|m)?tsx?$/.test(path) ? (path.endsWith("x") ? "tsx" : "ts") : path.endsWith("x") ? "jsx" : "js"
+          let source = await Bun.file(path).text()
+          let imports = []
           try {
-            return { path: Bun.resolveSync(args.path, args.importer) }
+            imports = new Bun.Transpiler({ loader }).scanImports(source)
           } catch {}
-          const own = configDepsFor(depsDir, args.importer)
-          if (own) {
-            try {
-              return { path: Bun.resolveSync(args.path, own) }
-            } catch {}
+          for (const spec of new Set(imports.map((i) => i.path))) {
+            if (!/^[^./]/.test(spec) || spec === "bun" || /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(spec)) continue
+            const target = resolveBare(spec, path)
+            if (!target) continue
+            const quoted = spec.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+            const re = new RegExp(`((?:\\bfrom|\\bimport|\\brequire\\s*\\()\\s*\\(?\\s*)(["'])${quoted}\\2`, "g")
+            source = source.replace(re, (_m, pre, q) => `${pre}${q}${target}${q}`)
           }
-          try {
-            return { path: Bun.resolveSync(args.path, depsDir) }
-          } catch {
-            // Not ours to decide: Bun's own resolution (conditions `resolveSync` does not try,
-            // e.g. a CommonJS `require` of an exports map) answers, or reports the error.
-            return undefined
-          }
+          return { contents: source, loader }
         })
       },
     })

@@ -224,3 +224,36 @@ fn a_config_folders_own_dependencies_are_prepared_in_the_data_dir_for_both_backe
         assert_eq!(is_number["version"], "6.0.0");
     }
 }
+
+/// Bun's auto-install would fetch an unprepared import at load time, behind the approval and
+/// without a lockfile. Berth's Bun host runs with it off: the file fails alone, nothing is
+/// downloaded.
+#[test]
+fn an_unprepared_import_is_never_downloaded_at_load_time() {
+    let s = Sandbox::new();
+    s.write(
+        "project/.opencode/tools/imports-unprepared-package.ts",
+        &std::fs::read_to_string(repo_root().join("fixtures/tools/imports-unprepared-package.ts"))
+            .unwrap(),
+    );
+    approve_through_activation(|a| run(&s, a));
+    let (code, v) = run(&s, &["tools"]);
+    assert_eq!(code, 0, "{v}");
+    let problem = v["problems"][0].to_string();
+    assert!(problem.contains("is-odd"), "{v}");
+    assert!(v["tools"].as_array().unwrap().is_empty());
+    // Nothing of it reached a package cache anywhere in this machine's scratch home.
+    let mut stack = vec![s.root.path().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            assert!(
+                !e.file_name().to_string_lossy().starts_with("is-odd"),
+                "downloaded: {}",
+                e.path().display()
+            );
+            if e.path().is_dir() && !e.path().is_symlink() {
+                stack.push(e.path());
+            }
+        }
+    }
+}

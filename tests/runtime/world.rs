@@ -257,3 +257,49 @@ async fn an_unanswered_prompt_ends_with_the_calls_deadline_and_is_withdrawn() {
     .await;
     berth.shutdown_hosts().await;
 }
+
+/// A long-running Berth (app, `berth serve`) activates an approved npm plugin by itself:
+/// preparation, then the load, with no command from the person beyond the approvals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_active_prepares_and_loads_approved_npm_plugins() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let vendor = project.join("vendor/postinstall-marker");
+    std::fs::create_dir_all(&vendor).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
+    for f in ["package.json", "index.js"] {
+        std::fs::copy(
+            root.join("fixtures/packages/postinstall-marker").join(f),
+            vendor.join(f),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        project.join("opencode.json"),
+        r#"{ "plugin": ["file:./vendor/postinstall-marker"] }"#,
+    )
+    .unwrap();
+    let berth = support::open_project(dir.path(), &[]);
+    let _active = berth.keep_active();
+    let active = |b: &Berth| {
+        b.status()
+            .sources
+            .iter()
+            .all(|s| s.state == berth_discovery::SourceState::Active)
+    };
+    // Each checkpoint approved as it comes: the download, then the code and what it registers.
+    wait_for("the plugin to be active", || {
+        let _ = berth.decide(None, Decision::Allow, "test", false);
+        active(&berth).then_some(())
+    })
+    .await;
+    let out = berth
+        .run_hook("chat.params", json!({}), json!({ "options": {} }), None)
+        .await
+        .unwrap();
+    assert_eq!(out["options"]["fromPackage"], true);
+    berth.shutdown_hosts().await;
+}

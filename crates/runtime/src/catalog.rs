@@ -902,7 +902,12 @@ impl Berth {
                     .sources
                     .iter()
                     .filter(|s| {
-                        matches!(s.kind, SourceKind::StandaloneTool | SourceKind::FilePlugin)
+                        matches!(
+                            s.kind,
+                            SourceKind::StandaloneTool
+                                | SourceKind::FilePlugin
+                                | SourceKind::NpmPlugin
+                        )
                     })
                     .map(|s| {
                         format!(

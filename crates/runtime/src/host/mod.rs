@@ -805,8 +805,15 @@ impl HostSupervisor {
             .map_err(|e| unavailable(format!("cannot start the loopback service: {e}")))?;
         let mut cmd = tokio::process::Command::new(&rt);
         cmd.env(procs::TREE_VAR, &tree);
-        if backend == RuntimeKind::Node {
-            cmd.arg("--no-warnings");
+        match backend {
+            RuntimeKind::Node => {
+                cmd.arg("--no-warnings");
+            }
+            // Bun would otherwise download any package a plugin imports that is not installed
+            // (auto-install), behind the approval's back and with no lockfile: never.
+            RuntimeKind::Bun => {
+                cmd.arg("--no-install");
+            }
         }
         cmd.arg(&self.layout.script)
             .env("BERTH_HOST_SOCKET", &sock_path)

@@ -46,19 +46,26 @@ async function installResolver() {
     // to the file is rewritten to the prepared copy's path; the module keeps its real path.
     const { configDepsFor } = await import(new URL("./config-deps.mjs", import.meta.url).href)
     const dirOf = (p) => p.slice(0, p.lastIndexOf("/")) || "/"
+    const resolved = new Map() // `${folder}\0${spec}` -> prepared path, or null
     const resolveBare = (spec, importer) => {
+      const key = `${dirOf(importer)}\0${spec}`
+      if (resolved.has(key)) return resolved.get(key)
+      let target = null
       try {
-        Bun.resolveSync(spec, dirOf(importer))
-        return null // resolves next to the file: Bun's own resolution stays in charge
-      } catch {}
-      for (const dir of [configDepsFor(depsDir, importer), depsDir]) {
-        if (!dir) continue
-        try {
-          return Bun.resolveSync(spec, dir)
-        } catch {}
+        Bun.resolveSync(spec, dirOf(importer)) // resolves next to the file: Bun stays in charge
+      } catch {
+        for (const dir of [configDepsFor(depsDir, importer), depsDir]) {
+          if (!dir) continue
+          try {
+            target = Bun.resolveSync(spec, dir)
+            break
+          } catch {}
+        }
       }
-      return null
+      resolved.set(key, target)
+      return target
     }
+    const transpilers = {}
     Bun.plugin({
       name: "berth-deps",
       setup(build) {
@@ -68,7 +75,7 @@ async function installResolver() {
           let source = await Bun.file(path).text()
           let imports = []
           try {
-            imports = new Bun.Transpiler({ loader }).scanImports(source)
+            imports = (transpilers[loader] ??= new Bun.Transpiler({ loader })).scanImports(source)
           } catch {}
           for (const spec of new Set(imports.map((i) => i.path))) {
             if (!/^[^./]/.test(spec) || spec === "bun" || /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(spec)) continue

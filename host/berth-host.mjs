@@ -122,14 +122,17 @@ sock.setNoDelay?.(true)
 let buffered = Buffer.alloc(0)
 
 function send(msg) {
-  const body = Buffer.from(JSON.stringify(msg))
-  if (body.length > MAX_FRAME) {
-    if (msg.t === "res") return send({ t: "res", v: PROTOCOL_VERSION, id: msg.id, ok: false, value: null, error: { code: "invalid-response", message: `the result is ${body.length} bytes, over the ${MAX_FRAME}-byte frame limit` } })
+  const json = JSON.stringify(msg)
+  const length = Buffer.byteLength(json)
+  if (length > MAX_FRAME) {
+    if (msg.t === "res") return send({ t: "res", v: PROTOCOL_VERSION, id: msg.id, ok: false, value: null, error: { code: "invalid-response", message: `the result is ${length} bytes, over the ${MAX_FRAME}-byte frame limit` } })
     return
   }
-  const head = Buffer.alloc(4)
-  head.writeUInt32BE(body.length)
-  sock.write(Buffer.concat([head, body]))
+  // One buffer per frame: the length prefix and the body written in place.
+  const frame = Buffer.allocUnsafe(4 + length)
+  frame.writeUInt32BE(length, 0)
+  frame.write(json, 4)
+  sock.write(frame)
 }
 
 sock.on("connect", () => {

@@ -540,25 +540,11 @@ async function recordOne(spec, { builtinIds } = {}) {
     "tools", "tools_error", "tool_ids_listed", "overrides_builtin", "hooks", "other_keys", "auth_providers", "provider_auth",
     "provider_hook", "factories", "probe_error", "installed", "log_errors", "notes"]
   let out = Object.fromEntries([...ORDER.filter((k) => k in rec), ...Object.keys(rec).filter((k) => !ORDER.includes(k))].map((k) => [k, rec[k]]))
-  out = replaceAll(out, [[CACHE_ROOT, "<cache>"]])
+  out = lib.replaceAll(out, [[CACHE_ROOT, "<cache>"]])
   out = lib.placeholders(out, c)
   const reg = JSON.stringify(out).includes("://") ? npmRegistry() : ""
-  if (reg) out = replaceAll(out, [[reg, "<registry>"]])
+  if (reg) out = lib.replaceAll(out, [[reg, "<registry>"]])
   return { rec: out, timing }
-}
-
-function replaceAll(value, pairs) {
-  const fix = (s) => {
-    for (const [from, to] of pairs) s = s.split(from).join(to)
-    return s
-  }
-  const walk = (v) => {
-    if (typeof v === "string") return fix(v)
-    if (Array.isArray(v)) return v.map(walk)
-    if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [fix(k), walk(x)]))
-    return v
-  }
-  return walk(value)
 }
 
 module.exports = {

@@ -185,11 +185,15 @@ function cleanup(c) {
 
 // Replace machine-specific absolute paths with placeholders, everywhere in a JSON value.
 function placeholders(value, c) {
-  const pairs = [
+  return replaceAll(value, [
     [c.caseDir, "<case>"],
     [c.tmpRoot, "<tmp>"],
     [ROOT, "<repo>"],
-  ]
+  ])
+}
+
+// Every `from` → `to` of `pairs` in every string (keys too) of a JSON value.
+function replaceAll(value, pairs) {
   const fix = (s) => {
     for (const [from, to] of pairs) s = s.split(from).join(to)
     return s
@@ -362,6 +366,7 @@ function discover(c) {
 
 module.exports = {
   ROOT,
+  replaceAll,
   FIXTURES,
   RECORDINGS,
   OPENCODE,

@@ -74,6 +74,27 @@ fn host_deps_seed() -> Option<PathBuf> {
         .find(|p| p.is_dir())
 }
 
+/// Berth on `project`, its host dependencies linked into `data` first (not timed).
+fn open_prepared(data: PathBuf, env: OpencodeEnv, project: PathBuf) -> Berth {
+    berth_runtime::deps::prepare_host_deps(&data, host_deps_seed().as_deref()).unwrap();
+    Berth::open(BerthOptions {
+        data_dir: data,
+        project,
+        env,
+        log_file: None,
+    })
+    .unwrap()
+}
+
+/// Writes `n` plugin files `<prefix>NN.ts` into the project, each from `source(i)`.
+fn write_plugins(project: &Path, prefix: &str, n: usize, source: impl Fn(usize) -> String) {
+    let plugins = project.join(".opencode/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    for i in 0..n {
+        std::fs::write(plugins.join(format!("{prefix}{i:02}.ts")), source(i)).unwrap();
+    }
+}
+
 fn main() {
     let check = std::env::args().any(|a| a == "--check");
     let mut f = Figures {
@@ -285,25 +306,10 @@ fn main() {
     // --- memory: 20 plugins + 50 standalone tools in the hosts ------------------------------
     {
         let (env, project) = scratch(&tmp.path().join("memory"), 50);
-        let plugins = project.join(".opencode/plugins");
-        std::fs::create_dir_all(&plugins).unwrap();
-        for i in 0..20 {
-            std::fs::write(
-                plugins.join(format!("p{i:02}.ts")),
-                format!("import {{ tool }} from '@opencode-ai/plugin'\nexport default {{ id: 'p{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.p{i} = true }}, tool: {{ p{i}_echo: tool({{ description: 'echo', args: {{ text: tool.schema.string() }}, async execute(a) {{ return a.text }} }}) }} }}) }}\n"),
-            )
-            .unwrap();
-        }
-        let data = tmp.path().join("memory-data");
-        let seed = host_deps_seed();
-        berth_runtime::deps::prepare_host_deps(&data, seed.as_deref()).unwrap();
-        let berth = Berth::open(BerthOptions {
-            data_dir: data,
-            project,
-            env,
-            log_file: None,
-        })
-        .unwrap();
+        write_plugins(&project, "p", 20, |i| {
+            format!("import {{ tool }} from '@opencode-ai/plugin'\nexport default {{ id: 'p{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.p{i} = true }}, tool: {{ p{i}_echo: tool({{ description: 'echo', args: {{ text: tool.schema.string() }}, async execute(a) {{ return a.text }} }}) }} }}) }}\n")
+        });
+        let berth = open_prepared(tmp.path().join("memory-data"), env, project);
         let t = Instant::now();
         for _ in 0..2 {
             berth.decide(None, Decision::Allow, "cli", false).unwrap();
@@ -336,29 +342,14 @@ fn main() {
     for backend in [RuntimeKind::Bun, RuntimeKind::Node] {
         let name = format!("{backend:?}").to_lowercase();
         let (env, project) = scratch(&tmp.path().join(format!("chain-{name}")), 0);
-        let plugins = project.join(".opencode/plugins");
-        std::fs::create_dir_all(&plugins).unwrap();
-        for i in 0..10 {
-            std::fs::write(
-                plugins.join(format!("c{i:02}.ts")),
-                format!("export default {{ id: 'c{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.c{i} = (o.options.c{i} ?? 0) + 1 }} }}) }}\n"),
-            )
-            .unwrap();
-        }
-        let data = tmp.path().join(format!("chain-data-{name}"));
-        let seed = host_deps_seed();
-        berth_runtime::deps::prepare_host_deps(&data, seed.as_deref()).unwrap();
+        write_plugins(&project, "c", 10, |i| {
+            format!("export default {{ id: 'c{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.c{i} = (o.options.c{i} ?? 0) + 1 }} }}) }}\n")
+        });
         if backend == RuntimeKind::Node {
             // SAFETY: single-threaded at this point of the benchmark.
             unsafe { std::env::set_var("BERTH_BUN", "/nonexistent") };
         }
-        let berth = Berth::open(BerthOptions {
-            data_dir: data,
-            project,
-            env,
-            log_file: None,
-        })
-        .unwrap();
+        let berth = open_prepared(tmp.path().join(format!("chain-data-{name}")), env, project);
         for _ in 0..2 {
             berth.decide(None, Decision::Allow, "cli", false).unwrap();
             rt.block_on(berth.activate());

@@ -243,6 +243,8 @@ impl Store {
         self.conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
             .map_err(|e| self.err(e))?;
+        // Statements prepared for the old contents are not reused.
+        self.conn.flush_prepared_statement_cache();
         migrate(&mut self.conn, SCHEMA_VERSION).map_err(|e| self.err(e))?;
         Ok(())
     }

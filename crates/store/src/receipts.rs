@@ -124,14 +124,15 @@ impl Store {
     /// Writes the `accepted` receipt, or returns the stored one for a repeated key.
     pub fn accept_receipt(&self, n: &NewReceipt<'_>) -> Result<Accepted, StoreError> {
         let now = crate::open::now_ms();
+        // The call path's statements are prepared once per connection (cached).
         let inserted = self
             .conn
-            .execute(
+            .prepare_cached(
                 "INSERT INTO receipts (receipt_id, idempotency_key, tool, source_id, status, args_digest, owner_pid, owner_start, created_at_ms, updated_at_ms)
                  VALUES (?1, ?2, ?3, ?4, 'accepted', ?5, ?6, ?7, ?8, ?8)
                  ON CONFLICT(idempotency_key) DO NOTHING",
-                params![n.receipt_id, n.idempotency_key, n.tool, n.source_id, n.args_digest, n.owner_pid, n.owner_start as i64, now],
             )
+            .and_then(|mut st| st.execute(params![n.receipt_id, n.idempotency_key, n.tool, n.source_id, n.args_digest, n.owner_pid, n.owner_start as i64, now]))
             .map_err(|e| self.err(e))?;
         self.wrote();
         if inserted == 1 {
@@ -157,18 +158,17 @@ impl Store {
 
     pub fn receipt(&self, id: &str) -> Result<Option<Receipt>, StoreError> {
         self.conn
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM receipts WHERE receipt_id = ?1"),
-                [id],
-                row,
-            )
-            .optional()
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM receipts WHERE receipt_id = ?1"
+            ))
+            .and_then(|mut st| st.query_row([id], row).optional())
             .map_err(|e| self.err(e))
     }
 
     pub fn mark_receipt_running(&self, id: &str) -> Result<(), StoreError> {
         self.conn
-            .execute("UPDATE receipts SET status = 'running', updated_at_ms = ?2 WHERE receipt_id = ?1 AND status = 'accepted'", params![id, crate::open::now_ms()])
+            .prepare_cached("UPDATE receipts SET status = 'running', updated_at_ms = ?2 WHERE receipt_id = ?1 AND status = 'accepted'")
+            .and_then(|mut st| st.execute(params![id, crate::open::now_ms()]))
             .map(|_| self.wrote())
             .map_err(|e| self.err(e))
     }
@@ -184,11 +184,11 @@ impl Store {
         error: Option<(&str, &str)>,
     ) -> Result<(), StoreError> {
         self.conn
-            .execute(
+            .prepare_cached(
                 "UPDATE receipts SET status = ?2, title = ?3, output = ?4, metadata_json = ?5, error_code = ?6, error_message = ?7, updated_at_ms = ?8
                  WHERE receipt_id = ?1 AND status IN ('accepted', 'running')",
-                params![id, status.as_str(), title, output, metadata.map(|m| m.to_string()), error.map(|e| e.0), error.map(|e| e.1), crate::open::now_ms()],
             )
+            .and_then(|mut st| st.execute(params![id, status.as_str(), title, output, metadata.map(|m| m.to_string()), error.map(|e| e.0), error.map(|e| e.1), crate::open::now_ms()]))
             .map(|_| self.wrote())
             .map_err(|e| self.err(e))
     }

@@ -57,6 +57,9 @@ pub(crate) struct Catalog {
     pub activity: HashMap<String, SourceState>,
     /// Active plugins with the hooks they registered, in OpenCode's load order.
     pub hooks: Vec<HookOwner>,
+    /// OpenCode's `project` for the project dir, with the git facts it was computed from
+    /// (reused while they are unchanged: computing it runs git).
+    pub project: Option<(String, Value)>,
 }
 
 #[derive(Debug, Clone)]
@@ -437,10 +440,7 @@ impl Berth {
     ) -> Result<(Vec<ToolEntry>, Vec<String>, Vec<Value>), BerthError> {
         let version = source.digest.get(7..19).unwrap_or_default();
         let status = self.status();
-        let info = status.project.clone();
-        let project = tokio::task::spawn_blocking(move || opencode_project(&info))
-            .await
-            .unwrap_or(Value::Null);
+        let project = self.project_value(&status.project).await;
         let body = serde_json::json!({
             "path": source.capabilities.files.first().map(|p| p.display().to_string()).unwrap_or_else(|| source.entry.clone()),
             "version": version,
@@ -934,6 +934,49 @@ impl Berth {
                 }
             }
         })
+    }
+}
+
+impl Berth {
+    /// OpenCode's `project` for `info`, computed once and reused until the project's git facts
+    /// change (the directory, and the times of `.git/HEAD`, `.git/config`, `.git/opencode`).
+    pub(crate) async fn project_value(&self, info: &crate::snapshot::ProjectInfo) -> Value {
+        let stamp = {
+            let git = info.worktree.join(".git");
+            let time = |p: &std::path::Path| {
+                std::fs::metadata(p)
+                    .and_then(|m| m.modified())
+                    .map(|t| format!("{t:?}"))
+                    .unwrap_or_default()
+            };
+            format!(
+                "{}|{}|{}|{}|{}",
+                info.directory.display(),
+                info.has_git,
+                time(&git.join("HEAD")),
+                time(&git.join("config")),
+                time(&git.join("opencode"))
+            )
+        };
+        if let Some((s, v)) = &self
+            .catalog()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .project
+        {
+            if *s == stamp {
+                return v.clone();
+            }
+        }
+        let owned = info.clone();
+        let value = tokio::task::spawn_blocking(move || opencode_project(&owned))
+            .await
+            .unwrap_or(Value::Null);
+        self.catalog()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .project = Some((stamp, value.clone()));
+        value
     }
 }
 

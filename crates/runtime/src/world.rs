@@ -279,7 +279,15 @@ impl Berth {
                 }))
             }
             // The same project the plugin's factory was given (OpenCode's id rules).
-            "project.current" => data(crate::catalog::opencode_project(&self.status().project)),
+            "project.current" => data(
+                self.catalog()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .project
+                    .as_ref()
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_else(|| crate::catalog::opencode_project(&self.status().project)),
+            ),
             "tool.ids" => data(json!(self
                 .status()
                 .tools

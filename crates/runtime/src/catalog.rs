@@ -62,6 +62,17 @@ pub(crate) struct Catalog {
     pub project: Option<(String, Value)>,
 }
 
+impl Catalog {
+    /// The active plugins registering hook `name`, in OpenCode's load order.
+    pub fn with_hook(&self, name: &str) -> Vec<String> {
+        self.hooks
+            .iter()
+            .filter(|h| h.hooks.iter().any(|n| n == name))
+            .map(|h| h.source_id.clone())
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct HookOwner {
     pub source_id: String,
@@ -425,7 +436,7 @@ impl Berth {
     }
 
     /// A scan that reads the bytes as they are now (no cache), including prepared packages.
-    fn fresh_scan(&self) -> berth_discovery::Discovery {
+    pub(crate) fn fresh_scan(&self) -> berth_discovery::Discovery {
         Scanner::with_packages(self.options().packages_dir())
             .scan(&self.options().env, &self.options().project)
     }
@@ -520,14 +531,11 @@ impl Berth {
         output: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, BerthError> {
-        let instances: Vec<String> = {
-            let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
-            cat.hooks
-                .iter()
-                .filter(|h| h.hooks.iter().any(|n| n == name))
-                .map(|h| h.source_id.clone())
-                .collect()
-        };
+        let instances = self
+            .catalog()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .with_hook(name);
         if instances.is_empty() {
             return Ok(serde_json::json!({ "output": output, "steps": [] }));
         }
@@ -620,7 +628,7 @@ impl Berth {
                 }
             }
         };
-        let receipt_id = format!("rcpt_{}", random_hex(10));
+        let receipt_id = format!("rcpt_{}", crate::host::random_hex(10));
         let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
         let me = std::process::id();
         let accepted = self.with_store(|s| {
@@ -700,14 +708,10 @@ impl Berth {
         // The plugins whose `tool.execute.before/after` hooks run around the call, in order.
         let (before, after) = {
             let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
-            let with = |hook: &str| -> Vec<String> {
-                cat.hooks
-                    .iter()
-                    .filter(|h| h.hooks.iter().any(|n| n == hook))
-                    .map(|h| h.source_id.clone())
-                    .collect()
-            };
-            (with("tool.execute.before"), with("tool.execute.after"))
+            (
+                cat.with_hook("tool.execute.before"),
+                cat.with_hook("tool.execute.after"),
+            )
         };
         let outcome = host
             .call(
@@ -844,12 +848,6 @@ fn tool_entries(
             state: SourceState::Active,
         })
         .collect()
-}
-
-fn random_hex(n: usize) -> String {
-    let mut bytes = vec![0u8; n];
-    getrandom::fill(&mut bytes).expect("the OS random source is available");
-    hex::encode(bytes)
 }
 
 /// The live host a source runs in (for the benchmark's raw round trips).

@@ -25,67 +25,109 @@ pub fn prepare_host_deps(data_dir: &Path, seed: Option<&Path>) -> Result<PathBuf
     let deps = data_dir.join("deps");
     let target = deps.join("host");
     let want = lock_digest();
-    if std::fs::read_to_string(target.join(STAMP)).is_ok_and(|s| s.trim() == want) {
-        return Ok(target);
-    }
     let failed = |msg: String| {
         BerthError::new(code::DEPENDENCY_FAILED, "dependencies", msg, "check the network (npm registry) and disk space, then retry; run scripts/setup to prepare a local copy")
     };
-    std::fs::create_dir_all(&deps)
-        .map_err(|e| failed(format!("cannot create {}: {e}", deps.display())))?;
-    let lock_file = std::fs::File::create(deps.join(".host.lock"))
+    let mut seeded = false;
+    let prepared = prepare_stamped(
+        &target,
+        &deps.join(".host.lock"),
+        &want,
+        &failed,
+        |staging| {
+            std::fs::write(staging.join("package.json"), PACKAGE_JSON)
+                .map_err(|e| failed(e.to_string()))?;
+            std::fs::write(staging.join("package-lock.json"), PACKAGE_LOCK)
+                .map_err(|e| failed(e.to_string()))?;
+            seeded = seed
+                .filter(|s| {
+                    std::fs::read_to_string(s.join("package-lock.json"))
+                        .is_ok_and(|l| l == PACKAGE_LOCK)
+                        && s.join("node_modules").is_dir()
+                })
+                .map(|s| link_tree(&s.join("node_modules"), &staging.join("node_modules")))
+                .transpose()
+                .map_err(|e| failed(format!("cannot link the local dependency copy: {e}")))?
+                .is_some();
+            if seeded {
+                return Ok(());
+            }
+            run_npm(staging, "ci", &[]).map_err(failed)
+        },
+    )?;
+    if prepared {
+        tracing::info!(seeded, path = %target.display(), "plugin host dependencies prepared");
+    }
+    Ok(target)
+}
+
+/// Makes `target` hold what `fill` prepares, stamped `want`. Nothing happens when it already
+/// does. Otherwise, holding the lock file `lock` (concurrent preparations of one folder wait
+/// for each other, and the second finds the first's result), `fill` writes a fresh staging
+/// folder that then replaces `target`. Returns whether this call prepared it.
+fn prepare_stamped(
+    target: &Path,
+    lock: &Path,
+    want: &str,
+    failed: &dyn Fn(String) -> BerthError,
+    fill: impl FnOnce(&Path) -> Result<(), BerthError>,
+) -> Result<bool, BerthError> {
+    let ready = || std::fs::read_to_string(target.join(STAMP)).is_ok_and(|s| s.trim() == want);
+    if ready() {
+        return Ok(false);
+    }
+    if let Some(parent) = lock.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| failed(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let lock_file = std::fs::File::create(lock)
         .map_err(|e| failed(format!("cannot create the install lock: {e}")))?;
     let _guard = FileLock::acquire(&lock_file);
     // Another process may have finished while we waited for the lock.
-    if std::fs::read_to_string(target.join(STAMP)).is_ok_and(|s| s.trim() == want) {
-        return Ok(target);
+    if ready() {
+        return Ok(false);
     }
-    let staging = deps.join(format!(".host-{}", std::process::id()));
+    let staging = target.with_extension(format!("staging-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging)
         .map_err(|e| failed(format!("cannot create {}: {e}", staging.display())))?;
-    std::fs::write(staging.join("package.json"), PACKAGE_JSON)
-        .map_err(|e| failed(e.to_string()))?;
-    std::fs::write(staging.join("package-lock.json"), PACKAGE_LOCK)
-        .map_err(|e| failed(e.to_string()))?;
-    let seeded = seed
-        .filter(|s| {
-            std::fs::read_to_string(s.join("package-lock.json")).is_ok_and(|l| l == PACKAGE_LOCK)
-                && s.join("node_modules").is_dir()
-        })
-        .map(|s| link_tree(&s.join("node_modules"), &staging.join("node_modules")))
-        .transpose()
-        .map_err(|e| failed(format!("cannot link the local dependency copy: {e}")))?
-        .is_some();
-    if !seeded {
-        let out = Command::new("npm")
-            .args([
-                "ci",
-                "--ignore-scripts",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-            ])
-            .current_dir(&staging)
-            .output()
-            .map_err(|e| failed(format!("cannot run npm: {e}")))?;
-        if !out.status.success() {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(failed(format!(
-                "npm ci failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
+    if let Err(e) = fill(&staging) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
     }
     std::fs::write(staging.join(STAMP), format!("{want}\n")).map_err(|e| failed(e.to_string()))?;
-    let _ = std::fs::remove_dir_all(&target);
-    std::fs::rename(&staging, &target).map_err(|e| {
+    let _ = std::fs::remove_dir_all(target);
+    std::fs::rename(&staging, target).map_err(|e| {
         failed(format!(
             "cannot move the prepared dependencies into place: {e}"
         ))
     })?;
-    tracing::info!(seeded, path = %target.display(), "plugin host dependencies prepared");
-    Ok(target)
+    Ok(true)
+}
+
+/// `npm <command>` in `dir` with install scripts off (and no audit, fund or progress noise),
+/// then `extra`. A failure carries npm's own message.
+fn run_npm(dir: &Path, command: &str, extra: &[&str]) -> Result<(), String> {
+    let out = Command::new("npm")
+        .arg(command)
+        .args([
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ])
+        .args(extra)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("cannot run npm: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "npm {command} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
 }
 
 /// Recreates `from` at `to` with hard links (a copy where links are impossible).
@@ -171,27 +213,18 @@ pub fn prepare_npm_plugin(
     } else {
         format!("{name}@{request}")
     };
-    let out = Command::new("npm")
-        .args([
-            "install",
-            "--ignore-scripts",
-            "--no-audit",
-            "--no-fund",
+    // The user's spec after `--`: it can never be read as an option.
+    run_npm(
+        &dir,
+        "install",
+        &[
             "--save-exact",
             "--omit-lockfile-registry-resolved",
-            "--loglevel=error",
             "--",
-        ])
-        .arg(&spec)
-        .current_dir(&dir)
-        .output()
-        .map_err(|e| failed(format!("cannot run npm: {e}")))?;
-    if !out.status.success() {
-        return Err(failed(format!(
-            "npm could not install {spec}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
+            &spec,
+        ],
+    )
+    .map_err(|e| failed(format!("{e} (installing {spec})")))?;
     if local {
         // The package's own name is only known now: record it for discovery.
         let slot: serde_json::Value = serde_json::from_str(
@@ -266,57 +299,31 @@ pub fn prepare_config_dir_deps(
     stamp_src.extend(lock.as_deref().unwrap_or_default());
     let want = berth_discovery::sha256_hex(&stamp_src);
     let target = config_deps_dir(data_dir, config_dir);
-    if std::fs::read_to_string(target.join(STAMP)).is_ok_and(|s| s.trim() == want) {
+    let prepared = prepare_stamped(
+        &target,
+        &target.with_extension("lock"),
+        &want,
+        &failed,
+        |staging| {
+            // Only the dependency lists travel: no scripts, no workspaces, nothing else of the file.
+            let slim = serde_json::json!({
+                "name": "berth-config-dir-deps",
+                "private": true,
+                "dependencies": parsed["dependencies"],
+                "optionalDependencies": parsed["optionalDependencies"],
+            });
+            std::fs::write(staging.join("package.json"), slim.to_string())
+                .map_err(|e| failed(e.to_string()))?;
+            if let Some(lock) = &lock {
+                std::fs::write(staging.join("package-lock.json"), lock)
+                    .map_err(|e| failed(e.to_string()))?;
+            }
+            run_npm(staging, if lock.is_some() { "ci" } else { "install" }, &[]).map_err(&failed)
+        },
+    )?;
+    if !prepared {
         return Ok(Some(target));
     }
-    let parent = target.parent().unwrap_or(data_dir).to_path_buf();
-    std::fs::create_dir_all(&parent)
-        .map_err(|e| failed(format!("cannot create {}: {e}", parent.display())))?;
-    let lock_file = std::fs::File::create(target.with_extension("lock"))
-        .map_err(|e| failed(format!("cannot create the install lock: {e}")))?;
-    let _guard = FileLock::acquire(&lock_file);
-    if std::fs::read_to_string(target.join(STAMP)).is_ok_and(|s| s.trim() == want) {
-        return Ok(Some(target));
-    }
-    let staging = target.with_extension(format!("staging-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&staging).map_err(|e| failed(e.to_string()))?;
-    // Only the dependency lists travel: no scripts, no workspaces, nothing else of the file.
-    let slim = serde_json::json!({
-        "name": "berth-config-dir-deps",
-        "private": true,
-        "dependencies": parsed["dependencies"],
-        "optionalDependencies": parsed["optionalDependencies"],
-    });
-    std::fs::write(staging.join("package.json"), slim.to_string())
-        .map_err(|e| failed(e.to_string()))?;
-    let mut args = vec![if lock.is_some() { "ci" } else { "install" }];
-    if let Some(lock) = &lock {
-        std::fs::write(staging.join("package-lock.json"), lock)
-            .map_err(|e| failed(e.to_string()))?;
-    }
-    args.extend([
-        "--ignore-scripts",
-        "--no-audit",
-        "--no-fund",
-        "--loglevel=error",
-    ]);
-    let out = Command::new("npm")
-        .args(&args)
-        .current_dir(&staging)
-        .output()
-        .map_err(|e| failed(format!("cannot run npm: {e}")))?;
-    if !out.status.success() {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(failed(format!(
-            "npm {} failed: {}",
-            args[0],
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    std::fs::write(staging.join(STAMP), format!("{want}\n")).map_err(|e| failed(e.to_string()))?;
-    let _ = std::fs::remove_dir_all(&target);
-    std::fs::rename(&staging, &target).map_err(|e| failed(e.to_string()))?;
     tracing::info!(config_dir = %config_dir.display(), path = %target.display(), "config folder dependencies prepared");
     Ok(Some(target))
 }

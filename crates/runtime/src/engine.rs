@@ -217,24 +217,16 @@ impl Berth {
     /// Stops every plugin host (their trees are killed and reaped).
     pub async fn shutdown_hosts(&self) {
         if let Some(s) = self.inner.supervisor.get() {
-            // OpenCode's finaliser: every `dispose` hook, errors only logged, bounded in time.
-            let disposing = self
-                .catalog()
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .hooks
-                .iter()
-                .any(|h| h.hooks.iter().any(|n| n == "dispose"));
-            if disposing {
-                let _ = self
-                    .run_chain_full(
-                        "dispose",
-                        serde_json::Value::Null,
-                        serde_json::Value::Null,
-                        Some(std::time::Duration::from_secs(2)),
-                    )
-                    .await;
-            }
+            // OpenCode's finaliser: every `dispose` hook, errors only logged, bounded in time
+            // (nothing is sent when no plugin has one).
+            let _ = self
+                .run_chain_full(
+                    "dispose",
+                    serde_json::Value::Null,
+                    serde_json::Value::Null,
+                    Some(std::time::Duration::from_secs(2)),
+                )
+                .await;
             s.shutdown().await;
         }
     }

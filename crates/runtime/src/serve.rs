@@ -153,9 +153,7 @@ fn page(body: &'static str, mime: &'static str) -> Response {
 }
 
 fn new_token() -> String {
-    let mut bytes = [0u8; 24];
-    getrandom::fill(&mut bytes).expect("the OS random source is available");
-    hex::encode(bytes)
+    crate::host::random_hex(24)
 }
 
 fn refuse(status: StatusCode, code: &'static str, message: &str, recovery: &str) -> Response {
@@ -231,32 +229,54 @@ async fn deny(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
     decide(s, body, berth_store::Decision::Deny).await
 }
 
+/// A request body parsed here (not by an extractor), so a bad body gets the same error
+/// document as the rest; `shape` and `example` say what was expected.
+// The error is the response itself, built once on a cold path: boxing it buys nothing.
+#[allow(clippy::result_large_err)]
+fn parse_body<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    shape: &str,
+    example: &str,
+) -> Result<T, Response> {
+    serde_json::from_slice(body).map_err(|e| {
+        refuse(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_ARGUMENTS,
+            &format!("the body is not {shape}: {e}"),
+            &format!("send JSON like {example}"),
+        )
+    })
+}
+
+/// `value` as 200, or the error document as 422.
+fn answer(outcome: Result<serde_json::Value, BerthError>) -> Response {
+    match outcome {
+        Ok(v) => Json(v).into_response(),
+        Err(e) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(serde_json::json!({ "error": e })),
+        )
+            .into_response(),
+    }
+}
+
 /// Records the page's decision (the same rules as `berth approve`/`deny`) off the async
 /// workers: the page never waits on more than the store write.
 async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Decision) -> Response {
-    // Parsed here (not by an extractor) so a bad body gets the same error document as the rest.
-    let body: Decide = match serde_json::from_slice(&body) {
+    let body: Decide = match parse_body(
+        &body,
+        "{\"ids\": [..]}",
+        "{\"ids\": [\"plugin-a-1d7e648b\"]}",
+    ) {
         Ok(b) => b,
-        Err(e) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_ARGUMENTS,
-                &format!("the body is not {{\"ids\": [..]}}: {e}"),
-                "send JSON like {\"ids\": [\"plugin-a-1d7e648b\"]}",
-            )
-        }
+        Err(r) => return r,
     };
     let berth = s.berth.clone();
     let result =
         tokio::task::spawn_blocking(move || berth.decide(Some(&body.ids), decision, "page", false))
             .await;
     match result {
-        Ok(Ok(ids)) => Json(serde_json::json!({ "decided": ids })).into_response(),
-        Ok(Err(e)) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Json(serde_json::json!({ "error": e })),
-        )
-            .into_response(),
+        Ok(r) => answer(r.map(|ids| serde_json::json!({ "decided": ids }))),
         Err(e) => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             code::TEMPORARILY_UNAVAILABLE,
@@ -274,27 +294,19 @@ struct Answer {
 
 /// The person's answer to a tool's permission prompt: `{"id": "per_…", "reply": "once"}`.
 async fn answer_prompt(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
-    let body: Answer = match serde_json::from_slice(&body) {
+    let body: Answer = match parse_body(
+        &body,
+        "{\"id\": .., \"reply\": \"once\"|\"always\"|\"reject\"}",
+        "{\"id\": \"per_…\", \"reply\": \"once\"}",
+    ) {
         Ok(b) => b,
-        Err(e) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_ARGUMENTS,
-                &format!(
-                "the body is not {{\"id\": .., \"reply\": \"once\"|\"always\"|\"reject\"}}: {e}"
-            ),
-                "send JSON like {\"id\": \"per_…\", \"reply\": \"once\"}",
-            )
-        }
+        Err(r) => return r,
     };
-    match s.berth.answer_prompt(&body.id, body.reply) {
-        Ok(()) => Json(serde_json::json!({ "answered": body.id })).into_response(),
-        Err(e) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Json(serde_json::json!({ "error": e })),
-        )
-            .into_response(),
-    }
+    answer(
+        s.berth
+            .answer_prompt(&body.id, body.reply)
+            .map(|()| serde_json::json!({ "answered": body.id })),
+    )
 }
 
 /// Manual resume of paused plugin hosts (restart budget spent): `{}`.
@@ -317,23 +329,20 @@ struct Invoke {
 /// One tool call through the full path (receipt, idempotency), as `berth invoke`:
 /// `{"tool": "…", "args": {…}, "idempotency_key"?: "…", "timeout_ms"?: N}` → the receipt.
 async fn invoke(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
-    let body: Invoke = match serde_json::from_slice(&body) {
+    let body: Invoke = match parse_body(
+        &body,
+        "{\"tool\": .., \"args\": {..}}",
+        "{\"tool\": \"weather\", \"args\": {\"city\": \"Oslo\"}}",
+    ) {
         Ok(b) => b,
-        Err(e) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_ARGUMENTS,
-                &format!("the body is not {{\"tool\": .., \"args\": {{..}}}}: {e}"),
-                "send JSON like {\"tool\": \"weather\", \"args\": {\"city\": \"Oslo\"}}",
-            )
-        }
+        Err(r) => return r,
     };
     let args = if body.args.is_null() {
         serde_json::json!({})
     } else {
         body.args
     };
-    match s
+    let receipt = s
         .berth
         .invoke(
             &body.tool,
@@ -341,15 +350,8 @@ async fn invoke(State(s): State<AppState>, body: axum::body::Bytes) -> Response 
             body.idempotency_key.as_deref(),
             body.timeout_ms.map(std::time::Duration::from_millis),
         )
-        .await
-    {
-        Ok(r) => Json(serde_json::to_value(r).unwrap_or_default()).into_response(),
-        Err(e) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Json(serde_json::json!({ "error": e })),
-        )
-            .into_response(),
-    }
+        .await;
+    answer(receipt.map(|r| serde_json::to_value(r).unwrap_or_default()))
 }
 
 /// `status` events carry the whole snapshot; the first one is sent at once.

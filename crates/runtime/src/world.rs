@@ -132,9 +132,7 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 fn random_id(prefix: &str) -> String {
-    let mut bytes = [0u8; 10];
-    getrandom::fill(&mut bytes).expect("the OS random source is available");
-    format!("{prefix}_{}", hex::encode(bytes))
+    format!("{prefix}_{}", crate::host::random_hex(10))
 }
 
 /// What to use instead, for client groups Berth does not serve.
@@ -267,7 +265,7 @@ impl Berth {
             }
             "config.get" => data(
                 self.effective_config()
-                    .unwrap_or_else(|| self.fresh_scan_for_world().graph.merged),
+                    .unwrap_or_else(|| self.fresh_scan().graph.merged),
             ),
             "path.get" => {
                 let st = self.status();
@@ -348,11 +346,6 @@ impl Berth {
                 )
             }
         }
-    }
-
-    fn fresh_scan_for_world(&self) -> berth_discovery::Discovery {
-        berth_discovery::Scanner::with_packages(self.options().packages_dir())
-            .scan(&self.options().env, &self.options().project)
     }
 
     /// `ctx.ask()` from a running tool: the `permission.ask` chain answers (no answer = `ask`),
@@ -604,10 +597,8 @@ impl Berth {
             .catalog()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .hooks
-            .iter()
-            .any(|h| h.hooks.iter().any(|n| n == "event"));
-        if !wanted {
+            .with_hook("event");
+        if wanted.is_empty() {
             return;
         }
         let Ok(rt) = tokio::runtime::Handle::try_current() else {

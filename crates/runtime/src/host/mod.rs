@@ -1010,7 +1010,8 @@ async fn capture(
     }
 }
 
-fn random_hex(n: usize) -> String {
+/// `n` random bytes from the OS, as hex (tokens, secrets, ids).
+pub(crate) fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n];
     getrandom::fill(&mut bytes).expect("the OS random source is available");
     hex::encode(bytes)

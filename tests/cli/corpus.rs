@@ -291,16 +291,7 @@ fn three_corpus_packages_match_real_opencode_live() {
         "@sureshsankaran/opencode-destructive-check@1.0.5",
         "opencode-wakatime@1.3.9",
     ] {
-        let out = std::process::Command::new(repo_root().join("scripts/oracle/record-corpus"))
-            .args(["--live", spec])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "live OpenCode run of {spec} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let live: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let live = live_recording("record-corpus", &["--live", spec]);
         let berth = berth_result(spec);
         let diffs = differences(spec, &seen_by_opencode(&live), &seen_by_berth(&berth));
         assert!(diffs.is_empty(), "{}", diffs.join("\n"));

@@ -373,20 +373,8 @@ fn a_permuted_plugin_order_or_an_extra_tool_fails_the_comparison() {
 
 #[test]
 fn one_case_matches_real_opencode_live() {
-    let script = repo_root().join("scripts/oracle/live-discovery");
     let name = "tuples-options";
-    let out = Command::new("node")
-        .arg(&script)
-        .arg(name)
-        .output()
-        .expect("node runs the live oracle");
-    assert!(
-        out.status.success(),
-        "live OpenCode failed (run scripts/setup): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let live: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(live["opencode_version"], "1.18.4");
+    let live = live_recording("live-discovery", &[name]);
     let m = materialize(name);
     let berth = berth_sources(&m);
     compare(name, &live, &m, &berth).unwrap();

@@ -234,17 +234,7 @@ fn a_different_plugin_order_fails_the_hook_comparison() {
 fn hook_chains_match_real_opencode_live() {
     let tmp = tempfile::tempdir().unwrap();
     let out_file = tmp.path().join("chains.json");
-    let out = std::process::Command::new("node")
-        .arg(repo_root().join("scripts/oracle/record-hooks"))
-        .arg("--out")
-        .arg(&out_file)
-        .output()
-        .expect("node runs the hook recorder");
-    assert!(
-        out.status.success(),
-        "live OpenCode failed (run scripts/setup): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_oracle("record-hooks", &["--out".as_ref(), out_file.as_os_str()]);
     let live: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     assert_eq!(live["opencode_version"], "1.18.4");
     let s = hooks_sandbox(&["p1", "p2", "p3"]);

@@ -333,18 +333,7 @@ fn a_changed_input_field_fails_the_comparison() {
 
 #[test]
 fn plugin_input_matches_real_opencode_live() {
-    let out = Command::new("node")
-        .arg(repo_root().join("scripts/oracle/record-plugin-input"))
-        .arg("--live")
-        .output()
-        .expect("node runs the live oracle");
-    assert!(
-        out.status.success(),
-        "live OpenCode failed (run scripts/setup): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let live: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(live["opencode_version"], "1.18.4");
+    let live = live_recording("record-plugin-input", &["--live"]);
     let rec = recorded();
     assert_eq!(
         live["variants"], rec["variants"],

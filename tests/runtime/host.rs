@@ -46,17 +46,7 @@ async fn more_calls_than_the_queue_allows_are_refused_with_overloaded() {
     assert!(overloaded >= 6, "overloaded {overloaded}, other {other}");
     assert!(other >= limit - 2, "the queue itself was served: {other}");
     // And the host still answers afterwards.
-    let counter = dir.path().join("count.txt");
-    let r = berth
-        .invoke(
-            "faults_count",
-            serde_json::json!({ "file": counter }),
-            None,
-            None,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.output.as_deref(), Some("counted"));
+    assert_answers(&berth, dir.path()).await;
     berth.shutdown_hosts().await;
 }
 
@@ -109,6 +99,21 @@ async fn after_a_host_dies_other_tools_keep_answering_and_nothing_runs_twice() {
         .iter()
         .all(|r| r.status.as_str() != "running" && r.status.as_str() != "accepted"));
     berth.shutdown_hosts().await;
+}
+
+/// The faults fixture's counting tool still answers (one call, its receipt completed).
+async fn assert_answers(berth: &Berth, dir: &std::path::Path) {
+    let counter = dir.join("count.txt");
+    let r = berth
+        .invoke(
+            "faults_count",
+            serde_json::json!({ "file": counter }),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some("counted"), "{r:?}");
 }
 
 fn berth_with(dir: &std::path::Path, fixture: &str) -> Berth {
@@ -225,17 +230,7 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
         berth.status().sources[0].state,
         berth_discovery::SourceState::Active
     );
-    let counter = dir.path().join("count.txt");
-    let r = berth
-        .invoke(
-            "faults_count",
-            serde_json::json!({ "file": counter }),
-            None,
-            None,
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.output.as_deref(), Some("counted"), "{r:?}");
+    assert_answers(&berth, dir.path()).await;
     assert!(
         berth.resume_hosts().await.is_empty(),
         "nothing left to resume"

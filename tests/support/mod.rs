@@ -202,3 +202,27 @@ pub fn assert_not_in_any_file(dir: &Path, needle: &str) -> usize {
     }
     searched
 }
+
+/// Runs `scripts/oracle/<script> <args>` against the real OpenCode installed by the set-up and
+/// returns what it printed, failing the test (with its stderr) when it fails.
+pub fn run_oracle(script: &str, args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    let out = Command::new("node")
+        .arg(repo_root().join("scripts/oracle").join(script))
+        .args(args)
+        .output()
+        .expect("node runs the oracle script");
+    assert!(
+        out.status.success(),
+        "live OpenCode failed ({script}; run scripts/setup): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// A recording printed by a live oracle run (`--live` modes), checked to come from 1.18.4.
+pub fn live_recording(script: &str, args: &[&str]) -> serde_json::Value {
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let live: serde_json::Value = serde_json::from_slice(&run_oracle(script, &args)).unwrap();
+    assert_eq!(live["opencode_version"], "1.18.4", "{script}");
+    live
+}

@@ -60,6 +60,39 @@ pub struct PromptView {
     pub asked_at_ms: u64,
 }
 
+/// Who settled a permission (stored as its `as_str` in the decision record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DecidedBy {
+    /// The `permission.ask` chain's answer stood.
+    Plugin,
+    /// The person's cap limited the plugin's answer.
+    Cap,
+    /// A standing answer of the person (`berth permissions allow|deny`, "Always").
+    Rule,
+    /// The person answered the prompt.
+    Person,
+    /// Nobody can be asked here (headless): the call ends with `action-required`.
+    NoPrompt,
+    /// Too many prompts are open.
+    Overloaded,
+    /// The prompt was not answered before the call's deadline.
+    Timeout,
+}
+
+impl DecidedBy {
+    fn as_str(self) -> &'static str {
+        match self {
+            DecidedBy::Plugin => "plugin",
+            DecidedBy::Cap => "cap",
+            DecidedBy::Rule => "rule",
+            DecidedBy::Person => "person",
+            DecidedBy::NoPrompt => "no-prompt",
+            DecidedBy::Overloaded => "overloaded",
+            DecidedBy::Timeout => "timeout",
+        }
+    }
+}
+
 /// The person's answer to a prompt (OpenCode's `once` / `always` / `reject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -449,15 +482,13 @@ impl Berth {
         let rule_denies = patterns.iter().any(|p| rule_for(p, PermissionLevel::Deny))
             || rule_for(&"*".to_string(), PermissionLevel::Deny);
         let (mut final_answer, mut decided_by) = match limited {
-            _ if rule_denies => (PermissionLevel::Deny, "rule"),
-            PermissionLevel::Deny if policy_limited => (PermissionLevel::Deny, "cap"),
-            PermissionLevel::Deny if plugin_answer == PermissionLevel::Deny => {
-                (PermissionLevel::Deny, "plugin")
-            }
-            PermissionLevel::Deny => (PermissionLevel::Deny, "cap"),
-            PermissionLevel::Allow => (PermissionLevel::Allow, "plugin"),
-            PermissionLevel::Ask if rule_allows => (PermissionLevel::Allow, "rule"),
-            PermissionLevel::Ask => (PermissionLevel::Ask, "person"),
+            _ if rule_denies => (PermissionLevel::Deny, DecidedBy::Rule),
+            // A deny below the plugin's own answer is the cap's.
+            PermissionLevel::Deny if policy_limited => (PermissionLevel::Deny, DecidedBy::Cap),
+            PermissionLevel::Deny => (PermissionLevel::Deny, DecidedBy::Plugin),
+            PermissionLevel::Allow => (PermissionLevel::Allow, DecidedBy::Plugin),
+            PermissionLevel::Ask if rule_allows => (PermissionLevel::Allow, DecidedBy::Rule),
+            PermissionLevel::Ask => (PermissionLevel::Ask, DecidedBy::Person),
         };
         if final_answer == PermissionLevel::Ask {
             let view = PromptView {
@@ -477,9 +508,9 @@ impl Berth {
             let opened = {
                 let mut w = self.world();
                 if !w.prompts_enabled {
-                    Err("no-prompt")
+                    Err(DecidedBy::NoPrompt)
                 } else if w.prompts.len() >= PROMPTS_OPEN {
-                    Err("overloaded")
+                    Err(DecidedBy::Overloaded)
                 } else {
                     w.prompts.insert(id.clone(), OpenPrompt { view, reply: tx });
                     Ok(())
@@ -522,7 +553,7 @@ impl Berth {
                             });
                         }
                         Some(PromptReply::Reject) => final_answer = PermissionLevel::Deny,
-                        None => decided_by = "timeout",
+                        None => decided_by = DecidedBy::Timeout,
                     }
                     self.emit_event(
                         "permission.replied",
@@ -542,7 +573,7 @@ impl Berth {
             answered_by: answered_by.clone(),
             cap,
             final_answer,
-            decided_by: decided_by.to_string(),
+            decided_by: decided_by.as_str().to_string(),
             policy_limited,
             decided_at_ms: now_ms() as i64,
         };
@@ -554,15 +585,15 @@ impl Berth {
             .unwrap_or_default();
         match (final_answer, decided_by) {
             (PermissionLevel::Allow, _) => Ok(json!({ "status": "allow", "requestID": id })),
-            (PermissionLevel::Deny, "cap") => Err(wire(
+            (PermissionLevel::Deny, DecidedBy::Cap) => Err(wire(
                 code::POLICY_LIMITED,
                 format!("{tool}: permission {permission} is limited to {} by your setting; the plugin answered {}{by}", cap.as_str(), plugin_answer.as_str()),
             )),
-            (PermissionLevel::Deny, "rule") => Err(wire(
+            (PermissionLevel::Deny, DecidedBy::Rule) => Err(wire(
                 code::CANCELLED,
                 format!("{tool}: permission {permission} is refused by your standing answer (`berth permissions`)"),
             )),
-            (PermissionLevel::Deny, "plugin") => Err(wire(
+            (PermissionLevel::Deny, DecidedBy::Plugin) => Err(wire(
                 code::CANCELLED,
                 format!("{tool}: permission {permission} was denied by a permission.ask hook{by}"),
             )),
@@ -570,11 +601,11 @@ impl Berth {
                 code::CANCELLED,
                 format!("{tool}: permission {permission} was rejected by the person"),
             )),
-            (_, "overloaded") => Err(wire(
+            (_, DecidedBy::Overloaded) => Err(wire(
                 code::OVERLOADED,
                 format!("{tool}: too many permission prompts are open; {permission} was not asked"),
             )),
-            (_, "timeout") => Err(wire(
+            (_, DecidedBy::Timeout) => Err(wire(
                 code::ACTION_REQUIRED,
                 format!("{tool}: permission {permission} was not answered before the call's deadline"),
             )),

@@ -318,14 +318,9 @@ impl Berth {
                 })
                 .collect()
         });
-        let (notices, prompts) = {
-            let w = self.world();
-            (w.notices(), w.prompt_views())
-        };
+        // What plugins asked for (toasts, prompts) is published by `publish_world`, not here.
         let fingerprint = berth_discovery::sha256_hex(
             serde_json::json!([
-                notices,
-                prompts,
                 g.dirs,
                 g.files,
                 sources,
@@ -350,6 +345,10 @@ impl Berth {
         }
         *fp = fingerprint;
         let old = self.status();
+        let (notices, prompts) = {
+            let w = self.world();
+            (w.notices(), w.prompt_views())
+        };
         let snapshot = Arc::new(StatusSnapshot {
             berth: BerthInfo {
                 version: env!("CARGO_PKG_VERSION"),
@@ -395,6 +394,41 @@ impl Berth {
             "snapshot changed"
         );
         Some(event)
+    }
+
+    /// Publishes a change of what plugins asked the person for (toasts, permission prompts)
+    /// on the current snapshot, without rescanning anything.
+    pub(crate) fn publish_world(&self) {
+        // The same lock as `rescan`, so neither overwrites the other's newer snapshot.
+        let _fp = self
+            .inner
+            .fingerprint
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let old = self.status();
+        let (notices, prompts) = {
+            let w = self.world();
+            (w.notices(), w.prompt_views())
+        };
+        if old.notices == notices && old.prompts == prompts {
+            return;
+        }
+        let mut next = (*old).clone();
+        next.notices = notices;
+        next.prompts = prompts;
+        next.revision = old.revision + 1;
+        let snapshot = Arc::new(next);
+        let event = StatusEvent {
+            revision: snapshot.revision,
+            diff: SnapshotDiff::default(),
+            snapshot: snapshot.clone(),
+        };
+        *self
+            .inner
+            .current
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = snapshot;
+        let _ = self.inner.events.send(event);
     }
 
     /// The folders a watcher should observe for the current graph.

@@ -208,7 +208,7 @@ impl Berth {
             ));
         };
         let _ = open.reply.send(reply);
-        self.rescan();
+        self.publish_world();
         Ok(())
     }
 
@@ -289,7 +289,7 @@ impl Berth {
                         w.notices.pop_front();
                     }
                 }
-                self.rescan();
+                self.publish_world();
                 self.emit_event(
                     "tui.toast.show",
                     json!({ "title": notice.title, "message": notice.message, "variant": notice.variant }),
@@ -519,7 +519,7 @@ impl Berth {
             match opened {
                 Err(why) => decided_by = why,
                 Ok(()) => {
-                    self.rescan();
+                    self.publish_world();
                     self.emit_event(
                         "permission.asked",
                         json!({ "id": id, "sessionID": session_id, "permission": permission, "patterns": patterns, "metadata": req["metadata"], "always": always, "tool": { "messageID": body["messageID"], "callID": call_id } }),
@@ -527,7 +527,7 @@ impl Berth {
                     let reply = tokio::time::timeout(deadline, rx).await;
                     let removed = self.world().prompts.remove(&id).is_some();
                     if removed {
-                        self.rescan();
+                        self.publish_world();
                     }
                     let reply = match reply {
                         Ok(Ok(r)) => Some(r),

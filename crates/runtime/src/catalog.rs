@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use berth_discovery::{Scanner, SourceKind, SourceState};
 use berth_protocol::CallKind;
-use berth_store::{Accepted, NewReceipt, Receipt, ReceiptStatus};
+use berth_store::{Accepted, Finish, NewReceipt, Receipt, ReceiptStatus};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -639,7 +639,7 @@ impl Berth {
                 source_id: &entry.provider.source_id,
                 args_digest: &args_digest,
                 owner_pid: me,
-                owner_start: crate::host::procs::start_time(me).unwrap_or(0),
+                owner_start: crate::host::procs::own_start_time(),
             })
         })?;
         if let Accepted::Existing(r) = accepted {
@@ -667,11 +667,10 @@ impl Berth {
                 self.with_store(|s| {
                     s.finish_receipt(
                         &receipt_id,
-                        ReceiptStatus::Failed,
-                        None,
-                        None,
-                        None,
-                        Some((e.code, &e.message)),
+                        &Finish {
+                            error: Some((e.code, &e.message)),
+                            ..Finish::new(ReceiptStatus::Failed)
+                        },
                     )
                 })?;
                 return Err(e);
@@ -721,43 +720,33 @@ impl Berth {
                 opts,
             )
             .await;
-        if let Ok(v) = &outcome {
-            let by: Vec<String> = v["transformedBy"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect();
-            if !by.is_empty() {
-                let raw = Some(&v["raw"]).filter(|r| !r.is_null());
-                self.with_store(|s| s.record_receipt_transform(&receipt_id, raw, &by))?;
-            }
-        }
-        self.with_store(|s| match &outcome {
-            Ok(v) => s.finish_receipt(
-                &receipt_id,
-                ReceiptStatus::Completed,
-                v["title"].as_str(),
-                v["output"].as_str(),
-                Some(&v["metadata"]),
-                None,
-            ),
-            Err(e) => {
-                let status = if e.code == code::CANCELLED || e.code == code::TIMEOUT {
+        let by: Vec<String> = outcome
+            .as_ref()
+            .ok()
+            .and_then(|v| v["transformedBy"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect();
+        let end = match &outcome {
+            Ok(v) => Finish {
+                title: v["title"].as_str(),
+                output: v["output"].as_str(),
+                metadata: Some(&v["metadata"]),
+                raw: Some(&v["raw"]).filter(|r| !by.is_empty() && !r.is_null()),
+                transformed_by: &by,
+                ..Finish::new(ReceiptStatus::Completed)
+            },
+            Err(e) => Finish {
+                error: Some((e.code, &e.message)),
+                ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
                     ReceiptStatus::Cancelled
                 } else {
                     ReceiptStatus::Failed
-                };
-                s.finish_receipt(
-                    &receipt_id,
-                    status,
-                    None,
-                    None,
-                    None,
-                    Some((e.code, &e.message)),
-                )
-            }
-        })?;
+                })
+            },
+        };
+        let finished = self.with_store(|s| s.finish_receipt(&receipt_id, &end))?;
         let ended = match &outcome {
             Ok(v) => {
                 serde_json::json!({ "status": "completed", "input": args, "output": v["output"], "title": v["title"], "metadata": v["metadata"], "time": { "start": started_ms, "end": now_ms() } })
@@ -767,7 +756,11 @@ impl Berth {
             }
         };
         self.emit_event("message.part.updated", part(ended));
-        let receipt = self.with_store(|s| s.receipt(&receipt_id))?;
+        // The row as the update left it; read again only if something else ended it first.
+        let receipt = match finished {
+            Some(r) => Some(r),
+            None => self.with_store(|s| s.receipt(&receipt_id))?,
+        };
         receipt.ok_or_else(|| {
             BerthError::new(
                 code::TEMPORARILY_UNAVAILABLE,

@@ -22,7 +22,7 @@ pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};
 pub use permissions::{PermissionDecision, PermissionLevel, PermissionRule};
-pub use receipts::{Accepted, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
+pub use receipts::{Accepted, Finish, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
 
 #[cfg(test)]
 mod tests;

@@ -80,6 +80,34 @@ pub struct NewReceipt<'a> {
     pub owner_start: u64,
 }
 
+/// How an open call ended.
+pub struct Finish<'a> {
+    pub status: ReceiptStatus,
+    pub title: Option<&'a str>,
+    pub output: Option<&'a str>,
+    pub metadata: Option<&'a serde_json::Value>,
+    pub error: Option<(&'a str, &'a str)>,
+    /// The tool's own result, when `tool.execute.after` hooks changed it.
+    pub raw: Option<&'a serde_json::Value>,
+    /// Plugins whose `tool.execute.after` hook ran on the result, in chain order.
+    pub transformed_by: &'a [String],
+}
+
+impl Finish<'_> {
+    /// An end with nothing but its status.
+    pub fn new(status: ReceiptStatus) -> Self {
+        Finish {
+            status,
+            title: None,
+            output: None,
+            metadata: None,
+            error: None,
+            raw: None,
+            transformed_by: &[],
+        }
+    }
+}
+
 /// The result of trying to accept a call.
 pub enum Accepted {
     New,
@@ -173,41 +201,43 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Moves an open receipt to its final status (a receipt is finished once).
+    /// Moves an open receipt to its final status (a receipt is finished once) and returns it as
+    /// stored, in the same statement; `None` when it was not open (already finished).
     pub fn finish_receipt(
         &self,
         id: &str,
-        status: ReceiptStatus,
-        title: Option<&str>,
-        output: Option<&str>,
-        metadata: Option<&serde_json::Value>,
-        error: Option<(&str, &str)>,
-    ) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "UPDATE receipts SET status = ?2, title = ?3, output = ?4, metadata_json = ?5, error_code = ?6, error_message = ?7, updated_at_ms = ?8
-                 WHERE receipt_id = ?1 AND status IN ('accepted', 'running')",
-            )
-            .and_then(|mut st| st.execute(params![id, status.as_str(), title, output, metadata.map(|m| m.to_string()), error.map(|e| e.0), error.map(|e| e.1), crate::open::now_ms()]))
-            .map(|_| self.wrote())
-            .map_err(|e| self.err(e))
-    }
-
-    /// Records that `tool.execute.after` hooks of `by` ran on an open call's result, keeping the
-    /// tool's own result (`raw`, when they changed it).
-    pub fn record_receipt_transform(
-        &self,
-        id: &str,
-        raw: Option<&serde_json::Value>,
-        by: &[String],
-    ) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "UPDATE receipts SET raw_json = ?2, transformed_by_json = ?3 WHERE receipt_id = ?1 AND status IN ('accepted', 'running')",
-                params![id, raw.map(|r| r.to_string()), serde_json::to_string(by).unwrap_or_default()],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+        end: &Finish<'_>,
+    ) -> Result<Option<Receipt>, StoreError> {
+        let transformed_by = (!end.transformed_by.is_empty())
+            .then(|| serde_json::to_string(end.transformed_by).unwrap_or_default());
+        let finished = self
+            .conn
+            .prepare_cached(&format!(
+                "UPDATE receipts SET status = ?2, title = ?3, output = ?4, metadata_json = ?5, error_code = ?6, error_message = ?7, updated_at_ms = ?8, raw_json = ?9, transformed_by_json = ?10
+                 WHERE receipt_id = ?1 AND status IN ('accepted', 'running')
+                 RETURNING {COLUMNS}"
+            ))
+            .and_then(|mut st| {
+                st.query_row(
+                    params![
+                        id,
+                        end.status.as_str(),
+                        end.title,
+                        end.output,
+                        end.metadata.map(|m| m.to_string()),
+                        end.error.map(|e| e.0),
+                        end.error.map(|e| e.1),
+                        crate::open::now_ms(),
+                        end.raw.map(|r| r.to_string()),
+                        transformed_by,
+                    ],
+                    row,
+                )
+                .optional()
+            })
+            .map_err(|e| self.err(e))?;
+        self.wrote();
+        Ok(finished)
     }
 
     /// Newest first.
@@ -239,7 +269,13 @@ impl Store {
         let mut settled = 0;
         for (id, pid, start) in open {
             if !alive(pid, start as u64) {
-                self.finish_receipt(&id, ReceiptStatus::Unknown, None, None, None, Some(("process-lost", "Berth stopped while this call was running; it may or may not have taken effect, and it was not repeated")))?;
+                self.finish_receipt(
+                    &id,
+                    &Finish {
+                        error: Some(("process-lost", "Berth stopped while this call was running; it may or may not have taken effect, and it was not repeated")),
+                        ..Finish::new(ReceiptStatus::Unknown)
+                    },
+                )?;
                 settled += 1;
             }
         }

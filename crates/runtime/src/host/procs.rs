@@ -124,6 +124,12 @@ pub fn rss_bytes(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// This process's start time (read once: it never changes).
+pub fn own_start_time() -> u64 {
+    static OWN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *OWN.get_or_init(|| start_time(std::process::id()).unwrap_or(0))
+}
+
 /// A process's start time (clock ticks since boot), to tell a live owner from a reused pid.
 pub fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -5,7 +5,7 @@
 //! The host round trip is sampled in blocks alternating with its two baselines on the same
 //! runtime: the bare JSON-line echo of the target, and the protocol's floor (frames over a Unix
 //! socket, an ack on receipt, the answer from a promise, no Berth code). On a shared VM where
-//! a process pair's placement on the cores swings results by 4×, `taskset -c 0` gives stable
+//! a process pair's placement on the cores swings results by 4×, `taskset -c 1` gives stable
 //! one-core figures (docs/performance.md).
 
 use std::path::{Path, PathBuf};
@@ -247,8 +247,8 @@ fn main() {
         let mut echo = Echo::spawn(&runtime);
         let mut floor = FramedEcho::spawn(&runtime, &tmp.path().join(format!("floor-{name}.sock")));
         let (mut rtt, mut bare, mut floored) = (Vec::new(), Vec::new(), Vec::new());
-        for block in 0..12 {
-            let keep = block >= 2; // two warm-up blocks
+        for block in 0..18 {
+            let keep = block >= 8; // warm-up blocks (V8 optimizes a hot path after thousands of calls)
             let host = host.clone();
             let instance = instance.clone();
             let samples = rt.block_on(async move {
@@ -315,13 +315,13 @@ fn main() {
             rt.block_on(async move {
                 tokio::spawn(async move {
                     let mut full = Vec::new();
-                    for i in 0..1000 {
+                    for i in 0..2000 {
                         let t = Instant::now();
                         berth
                             .invoke("t0000", serde_json::json!({ "text": "x" }), None, None)
                             .await
                             .unwrap();
-                        if i >= 100 {
+                        if i >= 1000 {
                             full.push(t.elapsed().as_secs_f64() * 1e6);
                         }
                     }

@@ -682,9 +682,10 @@ impl Berth {
             lost_code: code::WORKER_LOST,
             ..CallOptions::default()
         };
+        let project = &self.status().project;
         let context = serde_json::json!({
-            "directory": self.status().project.directory,
-            "worktree": self.status().project.worktree,
+            "directory": project.directory,
+            "worktree": project.worktree,
             "callID": receipt_id,
         });
         // OpenCode's tool part events, for plugins' `event` hooks.

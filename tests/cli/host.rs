@@ -194,6 +194,45 @@ fn invalid_arguments_are_refused_by_the_tools_own_schema() {
     assert_eq!(r["error"]["code"], "invalid-arguments");
 }
 
+#[test]
+fn status_shows_the_latest_calls_newest_first_without_arguments_or_output() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    let counter = s.root.path().join("count-args-stay-private.txt");
+    let (code, done) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_count",
+        serde_json::json!({ "file": path_arg(&counter) }),
+        &[],
+    );
+    assert_eq!(code, 0, "{done}");
+    let (code, refused) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_count",
+        serde_json::json!({ "file": 42 }),
+        &[],
+    );
+    assert_eq!(code, 1, "{refused}");
+    let (code, v) = run(&s, Backend::Bun, &["status"]);
+    assert_eq!(code, 0);
+    assert_schema("status", &v);
+    let calls = v["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{v}");
+    assert_eq!(calls[0]["receipt_id"], refused["receipt_id"]);
+    assert_eq!(calls[0]["status"], "failed");
+    assert_eq!(calls[0]["error"]["code"], "invalid-arguments");
+    assert_eq!(calls[1]["receipt_id"], done["receipt_id"]);
+    assert_eq!(calls[1]["status"], "completed");
+    assert_eq!(calls[1]["tool"], "faults_count");
+    let text = v["calls"].to_string();
+    assert!(
+        !text.contains("count-args-stay-private"),
+        "arguments leaked: {text}"
+    );
+    assert!(!text.contains("counted"), "output leaked: {text}");
+}
+
 fn elapsed_ms(r: &serde_json::Value) -> i64 {
     r["updated_at_ms"].as_i64().unwrap() - r["created_at_ms"].as_i64().unwrap()
 }
@@ -334,6 +373,10 @@ fn killing_berth_mid_call_leaves_an_unknown_receipt_that_is_never_replayed() {
     let r = &v["receipts"][0];
     assert_eq!(r["status"], "unknown", "{r}");
     assert_eq!(r["error"]["code"], "process-lost");
+    // The status says so too, where the page shows it.
+    let (_, status) = run(&s, Backend::Bun, &["status"]);
+    assert_eq!(status["calls"][0]["receipt_id"], r["receipt_id"]);
+    assert_eq!(status["calls"][0]["status"], "unknown");
     assert_eq!(
         std::fs::read_to_string(&started).unwrap(),
         "started\n",

@@ -13,6 +13,8 @@ import { join } from "node:path"
 import {
   WAIT,
   approveThroughActivation,
+  berth,
+  berthText,
   fetchSnapshot,
   launchBrowser,
   openPage,
@@ -169,6 +171,43 @@ describe("permission prompts against the real server", () => {
     assert.equal(existsSync(file), false)
     assert.deepEqual(pageErrors(problems, 422), [])
     problems.length = 0
+  })
+
+  test("Recent calls: each call's outcome, newest first, live, also for a call another process made", async () => {
+    // A call from the CLI, in a process of its own: headless, its `ctx.ask` ends action-required.
+    let cli
+    try {
+      berthText(machine, ["invoke", "guarded_write", "--args", JSON.stringify({ path: join(machine.root, "cli.txt") }), "--json"])
+      assert.fail("the headless call should have needed a person")
+    } catch (e) {
+      if (!e.stdout) throw e
+      cli = JSON.parse(e.stdout)
+    }
+    assert.equal(cli.error?.code, "action-required", JSON.stringify(cli))
+    // The page learns of it from the store (the data dir is watched): no reload, no polling.
+    const newest = page.locator("[data-testid=call]").first()
+    await page.locator(`[data-testid=call][data-receipt-id="${cli.receipt_id}"]`).waitFor({ timeout: WAIT })
+    assert.equal(await newest.getAttribute("data-receipt-id"), cli.receipt_id)
+    assert.equal(await newest.getAttribute("data-status"), "failed")
+    assert.equal(await newest.getByTestId("call-status").innerText(), "Failed")
+    assert.equal(await newest.getByTestId("call-code").innerText(), "action-required")
+    assert.match(await newest.getByTestId("call-note").innerText(), /edit/)
+    assert.equal(await newest.getByTestId("call-source").getAttribute("data-source-id"), pluginId)
+
+    // Every row is a receipt, in the store's order, with its own outcome.
+    const receipts = berth(machine, ["receipts"]).receipts.slice(0, 10)
+    const rows = await page.locator("[data-testid=call]").evaluateAll((rs) =>
+      rs.map((r) => ({ id: r.dataset.receiptId, status: r.dataset.status, took: r.querySelector("[data-testid=call-took]").textContent })),
+    )
+    assert.deepEqual(rows.map((r) => [r.id, r.status]), receipts.map((r) => [r.receipt_id, r.status]))
+    assert.ok(rows.some((r) => r.status === "completed") && rows.some((r) => r.status === "cancelled"), JSON.stringify(rows))
+    for (const r of rows) assert.match(r.took, /^\d+ ms$/, JSON.stringify(r))
+    // Output stays out of the page (the error says what the call needed, with its path).
+    const text = await page.getByTestId("call-list").innerText()
+    assert.ok(!text.includes("wrote "), text)
+    await page.getByTestId("call-list").scrollIntoViewIfNeeded()
+    await saveScreenshot(page, "recent-calls.png")
+    assert.deepEqual(problems, [])
   })
 })
 

@@ -318,9 +318,16 @@ impl Berth {
                 })
                 .collect()
         });
+        // Calls end in other processes too: their receipts are read here, and the watcher on
+        // the data dir brings a rescan when any process writes one.
+        let calls: Vec<CallView> = self
+            .with_store(|s| s.receipts(RECENT_CALLS))
+            .map(|r| r.into_iter().map(CallView::from).collect())
+            .unwrap_or_default();
         // What plugins asked for (toasts, prompts) is published by `publish_world`, not here.
         let fingerprint = berth_discovery::sha256_hex(
             serde_json::json!([
+                calls,
                 g.dirs,
                 g.files,
                 sources,
@@ -372,6 +379,7 @@ impl Berth {
             hosts,
             notices,
             prompts,
+            calls,
             revision: old.revision + 1,
         });
         let event = StatusEvent {
@@ -590,6 +598,7 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
         hosts: vec![],
         notices: vec![],
         prompts: vec![],
+        calls: vec![],
         revision: 0,
     }
 }

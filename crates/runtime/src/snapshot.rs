@@ -33,8 +33,40 @@ pub struct StatusSnapshot {
     pub notices: Vec<crate::world::Notice>,
     /// Permissions tools are waiting on (`ctx.ask`), to answer without blocking anything.
     pub prompts: Vec<crate::world::PromptView>,
+    /// The latest tool calls from their receipts, newest first: what ran and how it ended
+    /// (arguments and output stay in `berth receipts`).
+    pub calls: Vec<CallView>,
     /// Moves whenever anything above changes.
     pub revision: u64,
+}
+
+/// How many recent calls the status shows.
+pub const RECENT_CALLS: usize = 10;
+
+/// One tool call as the status shows it: its receipt without arguments or output.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallView {
+    pub receipt_id: String,
+    pub tool: String,
+    pub source_id: String,
+    pub status: berth_store::ReceiptStatus,
+    pub error: Option<berth_store::ReceiptError>,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+impl From<berth_store::Receipt> for CallView {
+    fn from(r: berth_store::Receipt) -> Self {
+        CallView {
+            receipt_id: r.receipt_id,
+            tool: r.tool,
+            source_id: r.source_id,
+            status: r.status,
+            error: r.error,
+            created_at_ms: r.created_at_ms,
+            updated_at_ms: r.updated_at_ms,
+        }
+    }
 }
 
 /// A discovered source with what the approval plane says about it.

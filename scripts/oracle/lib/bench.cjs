@@ -38,7 +38,8 @@ function procStat(pid) {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ") // state ppid pgrp ...
-    return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]) }
+    // utime and stime (fields 14 and 15 of stat), in clock ticks, over all the process's threads.
+    return { state: f[0], ppid: Number(f[1]), pgrp: Number(f[2]), ticks: Number(f[11]) + Number(f[12]) }
   } catch {
     return undefined
   }
@@ -55,6 +56,25 @@ function pidRss(pid) {
     return 0
   }
 }
+
+/** CPU time (clock ticks) used so far by the live members of a process group. */
+function groupTicks(pgid) {
+  let ticks = 0
+  for (const pid of allPids()) {
+    const st = procStat(pid)
+    if (st && st.pgrp === pgid && st.state !== "Z") ticks += st.ticks
+  }
+  return ticks
+}
+
+/** Clock ticks per second (`getconf CLK_TCK`; 100 on Linux). */
+const CLK_TCK = (() => {
+  try {
+    return Number(require("node:child_process").execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100
+  } catch {
+    return 100
+  }
+})()
 
 /** Sum of VmRSS over the live members of a process group, and how many there are. */
 function groupRss(pgid) {
@@ -257,7 +277,7 @@ async function openCodeUntilTools(c, expected, reaper, { timeoutMs = 120000, tag
     stop()
     throw new Error(`${why}; stderr tail: ${fs.readFileSync(errFile, "utf8").slice(-1500)}`)
   }
-  return { ms, pgid, stop, rss: () => groupRss(pgid) }
+  return { ms, pgid, stop, rss: () => groupRss(pgid), ticks: () => ({ all: groupTicks(pgid) }) }
 }
 
 // --- Berth ---------------------------------------------------------------------------------------
@@ -413,10 +433,17 @@ async function berthServeUntilTools(m, expected, reaper, { timeoutMs = 60000 } =
     const serve = pidRss(pid)
     return { serve, hosts, total: serve + hosts, hostCount: hostPids.length, hostProcs }
   }
-  return { ms, pid, stop, rss }
+  // CPU time of this serve process and the hosts `rss()` last saw (no request: asking costs CPU).
+  const ticks = () => ({
+    serve: procStat(pid)?.ticks ?? 0,
+    hosts: hostPids.reduce((t, h) => t + groupTicks(h), 0),
+  })
+  return { ms, pid, stop, rss, ticks }
 }
 
 module.exports = {
+  CLK_TCK,
+  groupTicks,
   ROOT,
   BERTH,
   BERTH_PACKAGES,

@@ -1,5 +1,6 @@
 //! Turns the config graph into described sources: entry files, digests, static capabilities
-//! and diagnostics. Re-parses only files whose (size, mtime) changed since the last scan.
+//! and diagnostics. Re-parses only files whose (size, mtime) changed since the last scan (and
+//! those modified within 100 ms of being read, which may have changed within one timestamp tick).
 //!
 //! Must not: execute or import anything, or follow a relative import out of the source's own
 //! folder.
@@ -31,10 +32,18 @@ const INDEX_FILES: &[&str] = &[
 ];
 const RESOLVE_EXTS: &[&str] = &["ts", "tsx", "js", "mjs", "cjs", "mts", "cts", "jsx"];
 
+/// A file modified this close to the moment it was read may change again within the same
+/// timestamp tick without its size or mtime moving: its cached result is not reused (git's
+/// "racily clean" rule). Ticks are 1–10 ms on Linux, ~16 ms on NTFS, ns on APFS; FAT's 2 s
+/// are not covered.
+const RACY: std::time::Duration = std::time::Duration::from_millis(100);
+
 #[derive(Clone)]
 struct CachedFile {
     size: u64,
     mtime: Option<SystemTime>,
+    /// When it was read, to tell a settled file from a racy one.
+    read_at: SystemTime,
     digest: String,
     facts: Option<FileFacts>,
     too_large: bool,
@@ -533,10 +542,14 @@ impl Scanner {
         }
         let mtime = meta.modified().ok();
         if let Some(c) = self.cache.get(path) {
-            if c.size == meta.len() && c.mtime == mtime && mtime.is_some() {
+            let settled = c
+                .mtime
+                .is_some_and(|m| m.checked_add(RACY).is_some_and(|t| t < c.read_at));
+            if settled && c.size == meta.len() && c.mtime == mtime {
                 return Ok(c.clone());
             }
         }
+        let read_at = SystemTime::now();
         let too_large = meta.len() > MAX_ANALYZED_BYTES;
         let (digest, facts) = if too_large {
             (stream_digest(path)?, None)
@@ -549,6 +562,7 @@ impl Scanner {
         let c = CachedFile {
             size: meta.len(),
             mtime,
+            read_at,
             digest,
             facts,
             too_large,
@@ -936,4 +950,50 @@ fn apply_package_json(p: &mut Pending, pkg: &Value, root: &Path) {
         }
     }
     p.digest = sha256_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_bytes())));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rewrite of the same size right after a scan (within one timestamp tick, so the
+    /// size and mtime may not move) is seen by the next scan with the same cache.
+    #[test]
+    fn a_same_size_rewrite_right_after_a_scan_is_not_missed() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        let tool = project.join(".opencode/tools/a.ts");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+        let env = OpencodeEnv {
+            home: dir.path().join("home"),
+            cwd: project.clone(),
+            managed_config_dir: dir.path().join("managed"),
+            ..OpencodeEnv::default()
+        };
+        let digest = |scanner: &mut Scanner| {
+            let d = scanner.scan(&env, &project);
+            let s = d
+                .sources
+                .iter()
+                .find(|s| s.entry.ends_with("a.ts"))
+                .unwrap();
+            s.digest.clone()
+        };
+        let mut scanner = Scanner::new();
+        std::fs::write(&tool, "export default 'one'\n").unwrap();
+        let first = digest(&mut scanner);
+        let mtime = std::fs::metadata(&tool).unwrap().modified().unwrap();
+        std::fs::write(&tool, "export default 'two'\n").unwrap();
+        // As on a file system whose clock did not tick between the two writes.
+        std::fs::File::options()
+            .write(true)
+            .open(&tool)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let second = digest(&mut scanner);
+        assert_ne!(first, second, "the rewrite was read from the cache");
+        assert_eq!(second, digest(&mut Scanner::new()));
+    }
 }

@@ -237,3 +237,68 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
     );
     berth.shutdown_hosts().await;
 }
+
+/// Seed 003 §12: after a change or a restart, an old tool definition has no effect. A changed
+/// source runs in a fresh host (Bun caches a module by path, whatever the query); calls in
+/// flight on the old host finish there; a replaced host is not a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("project/.opencode/tools/says.ts");
+    let says = |word: &str| {
+        format!(
+            "import {{ tool }} from '@opencode-ai/plugin'\n\
+             export default tool({{ description: 'says a word', args: {{}}, async execute() {{ return '{word}' }} }})\n\
+             export const slow = tool({{ description: 'says it later', args: {{ ms: tool.schema.number() }}, async execute(a) {{ await new Promise((r) => setTimeout(r, a.ms)); return '{word}' }} }})\n"
+        )
+    };
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, says("one")).unwrap();
+    let berth = support::open_project(dir.path(), &[]);
+    berth.decide(None, Decision::Allow, "cli", false).unwrap();
+    let call = || berth.invoke("says", serde_json::json!({}), None, None);
+    let bun = berth_runtime::runtimes::RuntimeKind::Bun;
+    assert_eq!(call().await.unwrap().output.as_deref(), Some("one"));
+
+    // The same capabilities, other bytes: still approved, and the next call runs the new code,
+    // however many times it changes (more often than the restart budget allows crashes).
+    for word in ["two", "three", "four", "five"] {
+        std::fs::write(&file, says(word)).unwrap();
+        berth.rescan();
+        assert_eq!(call().await.unwrap().output.as_deref(), Some(word));
+    }
+
+    // A change while a call is in flight: that call ends on the old host with the old word, the
+    // next call runs the new one, and the old host stops once it has nothing left to do.
+    let old = berth_runtime::catalog::host_for_bench(&berth, bun).await;
+    let (slow, fresh) = tokio::join!(
+        berth.invoke("says_slow", serde_json::json!({ "ms": 1500 }), None, None),
+        async {
+            while old.in_flight() == 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            std::fs::write(&file, says("six")).unwrap();
+            berth.rescan();
+            call().await
+        }
+    );
+    assert_eq!(fresh.unwrap().output.as_deref(), Some("six"));
+    let slow = slow.unwrap();
+    assert_eq!(slow.status.as_str(), "completed", "{slow:?}");
+    assert_eq!(slow.output.as_deref(), Some("five"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !old.is_lost() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(old.is_lost(), "the replaced host was left running");
+
+    // A host lost for real restarts with what is on disk now.
+    std::fs::write(&file, says("seven")).unwrap();
+    berth.rescan();
+    berth_runtime::catalog::host_for_bench(&berth, bun)
+        .await
+        .kill("the test replaces the host");
+    assert_eq!(call().await.unwrap().output.as_deref(), Some("seven"));
+    assert_eq!(call().await.unwrap().output.as_deref(), Some("seven"));
+    berth.shutdown_hosts().await;
+}

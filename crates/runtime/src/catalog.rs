@@ -227,13 +227,35 @@ impl Berth {
                     .iter()
                     .any(|id| withdrawn.contains(id));
                 if hosted && host.in_flight() == 0 {
-                    host.kill("a source it ran was revoked");
+                    host.retire("a source it ran was revoked");
                     self.catalog()
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .loaded
                         .clear();
                 }
+            }
+        }
+        // A source whose bytes changed since its load runs in a fresh host (a module graph
+        // cannot be reloaded in place); the old host finishes its calls in flight, then stops.
+        let changed = {
+            let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            cleared
+                .iter()
+                .any(|(id, s)| cat.loaded.get(id).is_some_and(|d| d != &s.digest))
+        };
+        if changed {
+            match sup
+                .replace(backend, "a source it ran changed on disk")
+                .await
+            {
+                Ok(_) => self
+                    .catalog()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .loaded
+                    .clear(),
+                Err(e) => act.problems.push(e),
             }
         }
         // A config folder's own package.json dependencies, prepared in the data dir before any
@@ -326,7 +348,7 @@ impl Berth {
                 cat.loaded.clear();
                 cat.activity.remove(&id);
                 drop(cat);
-                host.kill("a source was revoked while it was being imported");
+                host.retire("a source was revoked while it was being imported");
                 act.problems.push(
                     BerthError::new(
                         code::CANCELLED,
@@ -606,13 +628,21 @@ impl Berth {
                 return Ok(existing);
             }
         }
-        let known = self
-            .catalog()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .tools
-            .get(tool)
-            .cloned();
+        // A tool is called with the definition its file has now: when the source's bytes moved
+        // since its load (or the file is gone), activation runs first (and reloads or withdraws).
+        let known = {
+            let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            cat.tools.get(tool).cloned().filter(|e| {
+                let id = &e.provider.source_id;
+                let status = self.status();
+                let now = status
+                    .sources
+                    .iter()
+                    .find(|s| &s.id == id)
+                    .map(|s| &s.digest);
+                now.is_some() && cat.loaded.get(id) == now
+            })
+        };
         let entry = match known {
             Some(e) => e,
             None => {

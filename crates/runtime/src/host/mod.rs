@@ -285,6 +285,19 @@ impl Host {
         }
     }
 
+    /// Stops the host on purpose (a revoked or changed source): like `kill`, but not counted as
+    /// a crash against the restart budget.
+    pub fn retire(&self, why: &str) {
+        self.stopping.store(true, Ordering::SeqCst);
+        tracing::info!(
+            pid = self.pid,
+            generation = self.generation,
+            why,
+            "retiring plugin host"
+        );
+        self.kill(why);
+    }
+
     /// Kills the host's process tree and fails its in-flight calls (never replayed).
     pub fn kill(&self, why: &str) {
         procs::kill_group(self.pid as i32);
@@ -736,6 +749,13 @@ impl HostSupervisor {
             if !h.is_lost() {
                 return Ok(h.clone());
             }
+            if h.stopping.load(Ordering::SeqCst) {
+                // Retired on purpose: the next host is not a restart after a crash.
+                let host = self.spawn(backend).await?;
+                hosts.insert(backend, host.clone());
+                self.track(&host);
+                return Ok(host);
+            }
             let mut crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
             let list = crashes.entry(backend).or_default();
             list.push(Instant::now());
@@ -751,10 +771,38 @@ impl HostSupervisor {
         }
         let host = self.spawn(backend).await?;
         hosts.insert(backend, host.clone());
+        self.track(&host);
+        Ok(host)
+    }
+
+    /// Puts a fresh host in place of `backend`'s: new calls and loads go to it at once, and
+    /// the old one is retired when its calls in flight have ended (they finish where they
+    /// started; nothing is moved or replayed). A module graph cannot be reloaded in place (Bun
+    /// caches modules by path whatever the query), so a changed source runs in a new process.
+    pub async fn replace(&self, backend: RuntimeKind, why: &str) -> Result<Arc<Host>, BerthError> {
+        let mut hosts = self.hosts.lock().await;
+        let host = self.spawn(backend).await?;
+        let old = hosts.insert(backend, host.clone());
+        self.track(&host);
+        drop(hosts);
+        if let Some(old) = old.filter(|o| !o.is_lost()) {
+            let why = why.to_string();
+            tokio::spawn(async move {
+                // Bounded by the calls' own deadlines; only while it drains.
+                while old.in_flight() > 0 && !old.is_lost() {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                old.retire(&why);
+            });
+        }
+        Ok(host)
+    }
+
+    /// Lists `host` among the running ones (and forgets those that ended).
+    fn track(&self, host: &Arc<Host>) {
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         live.retain(|h| !h.is_lost());
         live.push(host.clone());
-        Ok(host)
     }
 
     async fn spawn(&self, backend: RuntimeKind) -> Result<Arc<Host>, BerthError> {

@@ -1001,9 +1001,12 @@ impl HostSupervisor {
 
     /// Stops every host and reclaims their trees.
     pub async fn shutdown(&self) {
-        for (_, h) in self.hosts.lock().await.drain() {
-            h.stopping.store(true, Ordering::SeqCst);
-            h.kill("Berth is shutting down");
+        self.hosts.lock().await.clear();
+        // Also those still finishing calls after a replacement.
+        let live: Vec<Arc<Host>> =
+            std::mem::take(&mut *self.live.lock().unwrap_or_else(|p| p.into_inner()));
+        for h in live.iter().filter(|h| !h.is_lost()) {
+            h.retire("Berth is shutting down");
         }
     }
 }

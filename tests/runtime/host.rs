@@ -240,7 +240,7 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
 
 /// Seed 003 §12: after a change or a restart, an old tool definition has no effect. A changed
 /// source runs in a fresh host (Bun caches a module by path, whatever the query); calls in
-/// flight on the old host finish there; a replaced host is not a crash.
+/// flight on the old host finish there; a recycled host is not a crash.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -300,5 +300,56 @@ async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_r
         .kill("the test replaces the host");
     assert_eq!(call().await.unwrap().output.as_deref(), Some("seven"));
     assert_eq!(call().await.unwrap().output.as_deref(), Some("seven"));
+    berth.shutdown_hosts().await;
+}
+
+/// A source revoked while one of its calls runs: the call finishes where it started, its tools
+/// are gone at once, and the host that ran it stops once idle (a recycle, not a crash).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_revoked_mid_call_stops_its_host_once_the_call_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("project/.opencode/tools/says.ts");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        "import { tool } from '@opencode-ai/plugin'\n\
+         export const slow = tool({ description: 'says it later', args: { ms: tool.schema.number() }, async execute(a) { await new Promise((r) => setTimeout(r, a.ms)); return 'done' } })\n",
+    )
+    .unwrap();
+    let berth = support::open_project(dir.path(), &[]);
+    berth.decide(None, Decision::Allow, "cli", false).unwrap();
+    berth.activate().await;
+    let host =
+        berth_runtime::catalog::host_for_bench(&berth, berth_runtime::runtimes::RuntimeKind::Bun)
+            .await;
+    let (slow, ()) = tokio::join!(
+        berth.invoke("says_slow", serde_json::json!({ "ms": 1000 }), None, None),
+        async {
+            while host.in_flight() == 0 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let ids: Vec<String> = berth
+                .status()
+                .sources
+                .iter()
+                .map(|s| s.id.clone())
+                .collect();
+            berth
+                .decide(Some(&ids), Decision::Deny, "cli", false)
+                .unwrap();
+            let act = berth.activate().await;
+            assert!(
+                act.tools.is_empty(),
+                "the revoked tool is withdrawn at once"
+            );
+            assert!(!host.is_lost(), "the call in flight is not cut short");
+        }
+    );
+    assert_eq!(slow.unwrap().output.as_deref(), Some("done"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !host.is_lost() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(host.is_lost(), "the revoked source's host kept running");
     berth.shutdown_hosts().await;
 }

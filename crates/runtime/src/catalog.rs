@@ -217,46 +217,32 @@ impl Berth {
                 return act;
             }
         };
-        if !withdrawn.is_empty() {
-            // Code of a revoked source must not keep running: its host is recycled once idle.
-            if let Ok(host) = sup.host(backend).await {
-                let hosted = host
-                    .loaded
+        // Code of a revoked source must not keep running, and a changed source's new bytes must
+        // not meet its old module graph: either way the host is recycled (fresh host for what
+        // comes next; the old one ends once its calls in flight have).
+        let recycle = if !withdrawn.is_empty()
+            && sup.current(backend).await.is_some_and(|h| {
+                h.loaded
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .iter()
-                    .any(|id| withdrawn.contains(id));
-                if hosted && host.in_flight() == 0 {
-                    host.retire("a source it ran was revoked");
-                    self.catalog()
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .loaded
-                        .clear();
-                }
-            }
-        }
-        // A source whose bytes changed since its load runs in a fresh host (a module graph
-        // cannot be reloaded in place); the old host finishes its calls in flight, then stops.
-        let changed = {
+                    .any(|id| withdrawn.contains(id))
+            }) {
+            Some("a source it ran was revoked")
+        } else {
             let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
             cleared
                 .iter()
                 .any(|(id, s)| cat.loaded.get(id).is_some_and(|d| d != &s.digest))
+                .then_some("a source it ran changed on disk")
         };
-        if changed {
-            match sup
-                .replace(backend, "a source it ran changed on disk")
-                .await
-            {
-                Ok(_) => self
-                    .catalog()
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .loaded
-                    .clear(),
-                Err(e) => act.problems.push(e),
-            }
+        if let Some(why) = recycle {
+            sup.recycle(backend, why).await;
+            self.catalog()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .loaded
+                .clear();
         }
         // A config folder's own package.json dependencies, prepared in the data dir before any
         // file of that folder is imported (install scripts off; D-001).
@@ -631,16 +617,12 @@ impl Berth {
         // A tool is called with the definition its file has now: when the source's bytes moved
         // since its load (or the file is gone), activation runs first (and reloads or withdraws).
         let known = {
+            let status = self.status();
             let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
             cat.tools.get(tool).cloned().filter(|e| {
                 let id = &e.provider.source_id;
-                let status = self.status();
-                let now = status
-                    .sources
-                    .iter()
-                    .find(|s| &s.id == id)
-                    .map(|s| &s.digest);
-                now.is_some() && cat.loaded.get(id) == now
+                let now = status.sources.iter().find(|s| &s.id == id);
+                now.is_some_and(|s| cat.loaded.get(id) == Some(&s.digest))
             })
         };
         let entry = match known {

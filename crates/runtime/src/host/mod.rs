@@ -749,16 +749,13 @@ impl HostSupervisor {
             if !h.is_lost() {
                 return Ok(h.clone());
             }
-            if h.stopping.load(Ordering::SeqCst) {
-                // Retired on purpose: the next host is not a restart after a crash.
-                let host = self.spawn(backend).await?;
-                hosts.insert(backend, host.clone());
-                self.track(&host);
-                return Ok(host);
-            }
+            // A host retired on purpose is not a crash for the restart budget.
+            let crashed = !h.stopping.load(Ordering::SeqCst);
             let mut crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
             let list = crashes.entry(backend).or_default();
-            list.push(Instant::now());
+            if crashed {
+                list.push(Instant::now());
+            }
             list.retain(|t| t.elapsed() < RESTART_WINDOW);
             if list.len() >= RESTART_BUDGET {
                 return Err(BerthError::new(
@@ -775,27 +772,36 @@ impl HostSupervisor {
         Ok(host)
     }
 
-    /// Puts a fresh host in place of `backend`'s: new calls and loads go to it at once, and
-    /// the old one is retired when its calls in flight have ended (they finish where they
-    /// started; nothing is moved or replayed). A module graph cannot be reloaded in place (Bun
-    /// caches modules by path whatever the query), so a changed source runs in a new process.
-    pub async fn replace(&self, backend: RuntimeKind, why: &str) -> Result<Arc<Host>, BerthError> {
-        let mut hosts = self.hosts.lock().await;
-        let host = self.spawn(backend).await?;
-        let old = hosts.insert(backend, host.clone());
-        self.track(&host);
-        drop(hosts);
-        if let Some(old) = old.filter(|o| !o.is_lost()) {
-            let why = why.to_string();
-            tokio::spawn(async move {
-                // Bounded by the calls' own deadlines; only while it drains.
-                while old.in_flight() > 0 && !old.is_lost() {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                old.retire(&why);
-            });
+    /// The running host of `backend`, if any (never starts one).
+    pub async fn current(&self, backend: RuntimeKind) -> Option<Arc<Host>> {
+        self.hosts
+            .lock()
+            .await
+            .get(&backend)
+            .filter(|h| !h.is_lost())
+            .cloned()
+    }
+
+    /// Takes `backend`'s host out of service: the next call or load starts a fresh one, and
+    /// this one is retired once its calls in flight have ended (they finish where they
+    /// started; nothing is moved or replayed). For a revoked source, and for a changed one: a
+    /// module graph cannot be reloaded in place (Bun caches modules by path whatever the query).
+    pub async fn recycle(&self, backend: RuntimeKind, why: &str) {
+        let Some(old) = self.hosts.lock().await.remove(&backend) else {
+            return;
+        };
+        if old.in_flight() == 0 {
+            old.retire(why);
+            return;
         }
-        Ok(host)
+        let why = why.to_string();
+        tokio::spawn(async move {
+            // Bounded by the calls' own deadlines; only while it drains.
+            while old.in_flight() > 0 && !old.is_lost() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            old.retire(&why);
+        });
     }
 
     /// Lists `host` among the running ones (and forgets those that ended).
@@ -1002,7 +1008,7 @@ impl HostSupervisor {
     /// Stops every host and reclaims their trees.
     pub async fn shutdown(&self) {
         self.hosts.lock().await.clear();
-        // Also those still finishing calls after a replacement.
+        // Also those still finishing their calls after a recycle.
         let live: Vec<Arc<Host>> =
             std::mem::take(&mut *self.live.lock().unwrap_or_else(|p| p.into_inner()));
         for h in live.iter().filter(|h| !h.is_lost()) {

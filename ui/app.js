@@ -1707,6 +1707,9 @@
     ]);
   }
 
+  /** A column header of the page's tables. */
+  const th = (text, cls) => el('th', { className: cls, text, attrs: { scope: 'col' } });
+
   // How a call ended, as its receipt says.
   const CALL_STATES = {
     accepted: { label: 'Starting', tone: 'progress' },
@@ -1721,7 +1724,6 @@
   function renderCalls(snap) {
     const calls = arr(snap.calls).map(obj);
     if (!calls.length) return null;
-    const th = (text, cls) => el('th', { className: cls, text, attrs: { scope: 'col' } });
     return el('section', { className: 'panel calls-panel', testid: 'call-list' }, [
       el('h2', { className: 'section-title' }, [
         'Recent calls',
@@ -1790,7 +1792,6 @@
         el('p', { className: 'muted section-empty', testid: 'hosts-empty', text: 'No plugin host is running (one starts when an approved source is used).' }),
       ]);
     }
-    const th = (text, cls) => el('th', { className: cls, text, attrs: { scope: 'col' } });
     return el('section', { className: 'panel hosts-panel', testid: 'host-list' }, [
       title,
       el('p', { className: 'section-intro', text: 'Plugins run with your user\u2019s rights in these processes; Berth stops them when you revoke a plugin.' }),

@@ -382,18 +382,9 @@ impl Berth {
             calls,
             revision: old.revision + 1,
         });
-        let event = StatusEvent {
-            revision: snapshot.revision,
-            diff: SnapshotDiff::between(&old, &snapshot),
-            snapshot: snapshot.clone(),
-        };
-        *self
-            .inner
-            .current
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = snapshot;
+        let diff = SnapshotDiff::between(&old, &snapshot);
+        let event = self.install(snapshot, diff);
         drop(fp);
-        let _ = self.inner.events.send(event.clone());
         tracing::info!(
             revision = event.revision,
             added = event.diff.added.len(),
@@ -425,10 +416,15 @@ impl Berth {
         next.notices = notices;
         next.prompts = prompts;
         next.revision = old.revision + 1;
-        let snapshot = Arc::new(next);
+        self.install(Arc::new(next), SnapshotDiff::default());
+    }
+
+    /// Makes `snapshot` the current one and publishes it (the caller holds the fingerprint
+    /// lock, so snapshots are installed in revision order).
+    fn install(&self, snapshot: Arc<StatusSnapshot>, diff: SnapshotDiff) -> StatusEvent {
         let event = StatusEvent {
             revision: snapshot.revision,
-            diff: SnapshotDiff::default(),
+            diff,
             snapshot: snapshot.clone(),
         };
         *self
@@ -436,7 +432,8 @@ impl Berth {
             .current
             .write()
             .unwrap_or_else(|p| p.into_inner()) = snapshot;
-        let _ = self.inner.events.send(event);
+        let _ = self.inner.events.send(event.clone());
+        event
     }
 
     /// The folders a watcher should observe for the current graph.

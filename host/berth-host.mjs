@@ -6,22 +6,24 @@
 // Must not: decide what may run (the supervisor's gate already did), read Berth's store, or
 // let a plugin's failure take down other calls.
 import net from "node:net"
+import { readFileSync } from "node:fs"
 import { pathToFileURL } from "node:url"
 
-const PROTOCOL_VERSION = 1
+const PROTOCOL_VERSION = 2
 const MAX_FRAME = 8 * 1024 * 1024
 const MAX_OUTPUT = 1024 * 1024
 
-// The handshake secrets are read once and removed, so plugin code does not inherit them.
+// The handshake facts come on stdin, read to its end before any plugin code exists: never from
+// the environment (`/proc/<pid>/environ` keeps what a process started with, whatever it deletes).
 const env = process.env
-const socketPath = env.BERTH_HOST_SOCKET
-const secret = env.BERTH_HOST_SECRET
-const generation = Number(env.BERTH_HOST_GENERATION)
+const handshake = JSON.parse(readFileSync(0, "utf8"))
+const socketPath = handshake.socket
+const welcomeSecret = handshake.welcome
+const secret = handshake.secret
+const generation = Number(handshake.generation)
 const depsDir = env.BERTH_HOST_DEPS
-// The loopback compatibility service (`serverUrl`) and the token that opens it to this host only.
-const serverUrl = new URL(env.BERTH_HOST_SERVER_URL ?? "http://127.0.0.1:9/")
-const serverToken = env.BERTH_HOST_SERVER_TOKEN ?? ""
-for (const k of ["BERTH_HOST_SOCKET", "BERTH_HOST_SECRET", "BERTH_HOST_GENERATION", "BERTH_HOST_SERVER_URL", "BERTH_HOST_SERVER_TOKEN"]) delete env[k]
+/** Each plugin's own loopback `serverUrl` (origin → the token that opens it), from its load request. */
+const serverTokens = new Map()
 installServerToken()
 
 const isBun = typeof globalThis.Bun !== "undefined"
@@ -97,8 +99,8 @@ async function installResolver() {
 }
 
 /**
- * Requests this process makes to its own `serverUrl` carry the token (plugins fetch it with
- * plain `fetch`, as they do against OpenCode); requests anywhere else are untouched.
+ * Requests this process makes to a plugin's `serverUrl` carry that service's token (plugins
+ * fetch it with plain `fetch`, as they do against OpenCode); requests anywhere else are untouched.
  */
 function installServerToken() {
   const original = globalThis.fetch
@@ -106,9 +108,10 @@ function installServerToken() {
   globalThis.fetch = function fetch(input, init) {
     try {
       const url = new URL(typeof input === "string" || input instanceof URL ? String(input) : input.url)
-      if (url.origin === serverUrl.origin) {
+      const token = serverTokens.get(url.origin)
+      if (token !== undefined) {
         const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined))
-        headers.set("x-berth-token", serverToken)
+        headers.set("x-berth-token", token)
         return original.call(this, input, { ...init, headers })
       }
     } catch {}
@@ -135,9 +138,9 @@ function send(msg) {
   sock.write(frame)
 }
 
-sock.on("connect", () => {
-  send({ t: "hello", v: PROTOCOL_VERSION, secret, generation, pid: process.pid, runtime, runtime_version: runtimeVersion })
-})
+// The supervisor speaks first and must know the welcome secret; until it has, nothing it sends
+// is obeyed and nothing of ours is sent (a socket someone else put there learns nothing).
+let welcomed = false
 sock.on("data", (chunk) => {
   buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk
   for (;;) {
@@ -152,6 +155,12 @@ sock.on("data", (chunk) => {
       msg = JSON.parse(body.toString("utf8"))
     } catch {
       return die("malformed frame from the supervisor")
+    }
+    if (!welcomed) {
+      if (msg?.t !== "welcome" || msg.v !== PROTOCOL_VERSION || msg.secret !== welcomeSecret) return die("the peer on the host socket is not the supervisor that started this host")
+      welcomed = true
+      send({ t: "hello", v: PROTOCOL_VERSION, secret, generation, pid: process.pid, runtime, runtime_version: runtimeVersion })
+      continue
     }
     onMessage(msg)
   }
@@ -401,10 +410,12 @@ const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArr
  * rejects the whole module before any factory runs. A factory that throws rolls back the
  * whole module's contributions.
  */
-async function loadPlugin(instance, { path, version, options, kind, packageName, context }) {
+async function loadPlugin(instance, { path, version, options, kind, packageName, context, serverUrl, serverToken }) {
+  const service = new URL(serverUrl ?? "http://127.0.0.1:9/")
+  if (serverToken) serverTokens.set(service.origin, serverToken)
   const url = pathToFileURL(path).href + (version ? `?v=${version}` : "")
   const mod = await import(url)
-  const input = pluginInput(instance, context)
+  const input = pluginInput(instance, context, service)
   const factories = []
   let id
   const d = mod.default
@@ -570,10 +581,10 @@ function nodeShell(instance) {
  * as OpenCode resolves it (catalog.rs `opencode_project`: id from the `origin` remote, the
  * `.git/opencode` cache or the root commit; `global` and worktree `/` without git). `project`
  * is what OpenCode passes on the first open of a project: no `name`/`icon`/`commands`, no
- * sandboxes, the times now (D-021). `serverUrl` is Berth's loopback service (D-018), read
- * through a getter as in OpenCode.
+ * sandboxes, the times now (D-021). `serverUrl` is the plugin's own loopback service (D-018),
+ * read through a getter as in OpenCode.
  */
-function pluginInput(instance, context = {}) {
+function pluginInput(instance, context = {}, service) {
   // OpenCode's client is the v1 SDK object: these groups are own properties holding objects
   // (their methods live on prototypes), and the client also answers to
   // `postSessionIdPermissionsPermissionId`. Here every group forwards to the `up`-frame
@@ -589,7 +600,7 @@ function pluginInput(instance, context = {}) {
   })
   const project = context.project ?? {}
   const worktree = project.worktree ?? context.worktree
-  const url = new URL(serverUrl.href)
+  const url = new URL(service.href)
   const now = Date.now()
   return {
     client,

@@ -1,7 +1,10 @@
 //! The wire between the supervisor (Rust) and a plugin host (`host/berth-host.mjs`, on Bun or
 //! Node): length-prefixed JSON frames on a Unix socket that is separate from the host's
-//! stdout/stderr. The first frame from the host is `hello`, carrying the per-spawn secret and
-//! the connection generation; nothing else is accepted before it.
+//! stdout/stderr. The handshake proves each side to the other: the supervisor speaks first
+//! (`welcome`, carrying the secret it gave the host on its stdin, sent only after the peer's
+//! credentials matched the spawned process), and the host answers `hello` with its own secret
+//! and the connection generation; nothing else is accepted before it. Secrets never travel in
+//! the environment.
 //!
 //! Owns: message shapes, the version, frame limits. Must not: know about plugins, SQLite or
 //! tools — anything serialised here is a compatibility promise to `host/berth-host.mjs`, so
@@ -17,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: the supervisor's `welcome` comes first; secrets come on the host's stdin.
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Largest frame either side accepts; checked from the length prefix before allocating.
 pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
 /// Largest tool output (the `output` string of a tool result).
@@ -45,6 +49,12 @@ pub enum CallKind {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum ToHost {
+    /// The first frame on a connection: proves to the host that it reached the supervisor that
+    /// spawned it (a socket someone else put in its place does not know this secret).
+    Welcome {
+        v: u32,
+        secret: String,
+    },
     Req {
         v: u32,
         id: u64,

@@ -460,7 +460,13 @@ impl Berth {
         let version = source.digest.get(7..19).unwrap_or_default();
         let status = self.status();
         let project = self.project_value(&status.project).await;
+        // The plugin's own `serverUrl` and the token that opens it, through the channel.
+        let (server_url, server_token) = host.service_for(&source.id).await.map_err(|e| {
+            BerthError::new(e.code, "activation", e.message, "retry").for_plugin(source.id.clone())
+        })?;
         let body = serde_json::json!({
+            "serverUrl": server_url,
+            "serverToken": server_token,
             "path": source.capabilities.files.first().map(|p| p.display().to_string()).unwrap_or_else(|| source.entry.clone()),
             "version": version,
             "options": source.options,

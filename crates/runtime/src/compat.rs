@@ -1,6 +1,7 @@
-//! The `serverUrl` a plugin is given: one loopback HTTP service per plugin host that speaks
-//! the routes of OpenCode 1.18.4's server the SDK client and plugins use, and answers only that
-//! host (a per-spawn token the host adds to its own requests; other local processes get 401).
+//! The `serverUrl` a plugin is given: one loopback HTTP service per plugin instance that speaks
+//! the routes of OpenCode 1.18.4's server the SDK client and plugins use, and answers only its
+//! host (a token the host got in the load request and adds to its own requests; other local
+//! processes get 401). Every request is attributed to the plugin whose service it reached.
 //! Deviations ledger D-018.
 //!
 //! Owns: the route table (OpenCode path → the `client.*` method it serves), the token and Host
@@ -89,20 +90,24 @@ fn percent_decode(s: &str) -> String {
 
 struct Service {
     upcalls: Arc<dyn Upcalls>,
+    /// The plugin this service belongs to: every request is attributed to it.
+    instance: String,
     token: String,
     port: u16,
 }
 
-/// Starts the service on 127.0.0.1 (a free port). Returns its URL (`http://127.0.0.1:<port>/`)
-/// and a handle that stops it.
+/// Starts the service of plugin `instance` on 127.0.0.1 (a free port). Returns its URL
+/// (`http://127.0.0.1:<port>/`) and a handle that stops it.
 pub async fn start(
     upcalls: Arc<dyn Upcalls>,
+    instance: String,
     token: String,
 ) -> std::io::Result<(String, tokio::task::AbortHandle)> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let port = listener.local_addr()?.port();
     let service = Arc::new(Service {
         upcalls,
+        instance,
         token,
         port,
     });
@@ -164,10 +169,10 @@ async fn handle(State(svc): State<Arc<Service>>, req: Request) -> Response {
     };
     let body = parse_body(&parts.method, &body);
     let input = json!({ "path": params, "query": query, "body": body });
-    // The service knows the host, not which of its plugins called.
+    // One service per plugin: the request is that plugin's.
     let outcome = svc
         .upcalls
-        .call("serverUrl".to_string(), format!("client.{method}"), input)
+        .call(svc.instance.clone(), format!("client.{method}"), input)
         .await;
     // A client answer is `{data}` or `{status, error}` (crate::world).
     let (status, body) = match outcome {
@@ -256,7 +261,9 @@ mod tests {
 
     #[tokio::test]
     async fn only_the_hosts_token_opens_the_service() {
-        let (url, stop) = start(Arc::new(Echo), "t0ken".into()).await.unwrap();
+        let (url, stop) = start(Arc::new(Echo), "plugin-a".into(), "t0ken".into())
+            .await
+            .unwrap();
         assert_eq!(get(&url, "/config", "").await.0, 401, "no token");
         assert_eq!(
             get(&url, "/config", "x-berth-token: wrong\r\n").await.0,
@@ -265,6 +272,7 @@ mod tests {
         let (status, body) = get(&url, "/config", "x-berth-token: t0ken\r\n").await;
         assert_eq!(status, 200);
         assert!(body.contains("\"method\":\"client.config.get\""), "{body}");
+        assert!(body.contains("\"instance\":\"plugin-a\""), "{body}");
         assert!(body.contains("x-opencode-compat: 1.18.4"), "{body}");
         let (status, body) = get(&url, "/session/x/share", "x-berth-token: t0ken\r\n").await;
         assert_eq!(status, 501);

@@ -5,6 +5,7 @@
 //! Invariant: only this module holds child process handles; a call whose host dies is failed
 //! with `process-lost`/`worker-lost`, never sent again.
 
+pub mod channel;
 pub mod procs;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -60,7 +61,9 @@ const LOG_KEEP: usize = 64 * 1024;
 pub struct HostLayout {
     pub script: PathBuf,
     pub deps_dir: PathBuf,
-    pub run_dir: PathBuf,
+    /// Folders the private socket directory may be made in, best first
+    /// (`channel::socket_bases`).
+    pub socket_bases: Vec<PathBuf>,
 }
 
 impl HostLayout {
@@ -104,14 +107,10 @@ impl HostLayout {
                 crate::deps::prepare_host_deps(data_dir, seed.as_deref())?
             }
         };
-        // Unix socket paths are short (108 bytes): keep them under the temp dir, per user.
-        // SAFETY: getuid has no failure mode.
-        let uid = unsafe { libc::getuid() };
-        let run_dir = std::env::temp_dir().join(format!("berth-{uid}"));
         Ok(HostLayout {
             script,
             deps_dir,
-            run_dir,
+            socket_bases: channel::socket_bases(data_dir),
         })
     }
 }
@@ -239,20 +238,63 @@ pub struct Host {
     logs: Arc<Mutex<VecDeque<u8>>>,
     upcalls: Arc<dyn Upcalls>,
     upcall_slots: Arc<Semaphore>,
-    /// The loopback compatibility service (`serverUrl`) of this host; stopped with it.
-    pub server_url: String,
-    compat: Option<tokio::task::AbortHandle>,
+    /// Each plugin instance's loopback compatibility service (`serverUrl`): instance → its
+    /// URL, token and task. One per plugin, so every request is attributed to the plugin that
+    /// made it; all stop with the host.
+    compat: Mutex<HashMap<String, (String, String, tokio::task::AbortHandle)>>,
 }
 
 impl Drop for Host {
     fn drop(&mut self) {
-        if let Some(h) = &self.compat {
-            h.abort();
-        }
+        self.stop_services();
     }
 }
 
 impl Host {
+    /// The `serverUrl` of `instance` in this host and the token that opens it (started on
+    /// first use). The token reaches the host in the load request, never its environment.
+    pub async fn service_for(&self, instance: &str) -> Result<(String, String), CallError> {
+        if let Some((url, token, _)) = self
+            .compat
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(instance)
+        {
+            return Ok((url.clone(), token.clone()));
+        }
+        let token = random_hex(24);
+        let (url, task) =
+            crate::compat::start(self.upcalls.clone(), instance.to_string(), token.clone())
+                .await
+                .map_err(|e| {
+                    CallError::new(
+                        code::TEMPORARILY_UNAVAILABLE,
+                        format!("cannot start the loopback service: {e}"),
+                    )
+                })?;
+        let mut map = self.compat.lock().unwrap_or_else(|p| p.into_inner());
+        if self.is_lost() {
+            task.abort();
+            return Err(CallError::new(
+                code::PROCESS_LOST,
+                "the plugin host stopped",
+            ));
+        }
+        map.insert(instance.to_string(), (url.clone(), token.clone(), task));
+        Ok((url, token))
+    }
+
+    fn stop_services(&self) {
+        for (_, (_, _, task)) in self
+            .compat
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+        {
+            task.abort();
+        }
+    }
+
     /// Calls sent and not yet answered.
     pub fn in_flight(&self) -> usize {
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).len()
@@ -309,9 +351,7 @@ impl Host {
         if self.lost.swap(true, Ordering::SeqCst) {
             return;
         }
-        if let Some(h) = &self.compat {
-            h.abort();
-        }
+        self.stop_services();
         if self.stopping.load(Ordering::SeqCst) {
             tracing::info!(
                 pid = self.pid,
@@ -675,6 +715,9 @@ pub struct HostSupervisor {
     generation: AtomicU64,
     crashes: Mutex<HashMap<RuntimeKind, Vec<Instant>>>,
     upcalls: Arc<dyn Upcalls>,
+    /// The private folder the hosts' sockets are made in; created on the first spawn and
+    /// removed with the supervisor.
+    run_dir: Mutex<Option<Arc<channel::RunDir>>>,
 }
 
 impl HostSupervisor {
@@ -698,6 +741,7 @@ impl HostSupervisor {
             generation: AtomicU64::new(1),
             crashes: Default::default(),
             upcalls,
+            run_dir: Mutex::new(None),
         }
     }
 
@@ -811,6 +855,18 @@ impl HostSupervisor {
         live.push(host.clone());
     }
 
+    /// The private socket folder, made on first use and verified on every use.
+    fn run_dir(&self) -> Result<Arc<channel::RunDir>, String> {
+        let mut slot = self.run_dir.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(dir) = slot.as_ref() {
+            dir.verify()?;
+            return Ok(dir.clone());
+        }
+        let dir = Arc::new(channel::RunDir::create(&self.layout.socket_bases)?);
+        *slot = Some(dir.clone());
+        Ok(dir)
+    }
+
     async fn spawn(&self, backend: RuntimeKind) -> Result<Arc<Host>, BerthError> {
         let unavailable = |msg: String| {
             BerthError::new(
@@ -826,37 +882,22 @@ impl HostSupervisor {
             .find(|r| r.name == backend && r.problem.is_none())
             .and_then(|r| r.path.clone())
             .ok_or_else(|| unavailable(format!("no usable {backend:?} runtime")))?;
-        std::fs::create_dir_all(&self.layout.run_dir).map_err(|e| {
-            unavailable(format!(
-                "cannot create {}: {e}",
-                self.layout.run_dir.display()
-            ))
-        })?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(
-                &self.layout.run_dir,
-                std::fs::Permissions::from_mode(0o700),
-            );
-        }
+        let run_dir = self.run_dir().map_err(&unavailable)?;
         let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        // Two secrets, given to the host on its stdin (never in its environment): the one the
+        // supervisor proves itself with, and the one the host answers with.
+        let welcome_secret = random_hex(24);
         let secret = random_hex(24);
         // Unique per spawn: several supervisors may live in one process.
-        let sock_path = self.layout.run_dir.join(format!(
+        let sock_path = run_dir.path().join(format!(
             "h{}-{generation}-{}.sock",
             std::process::id(),
             random_hex(4)
         ));
-        let _ = std::fs::remove_file(&sock_path);
         let listener = UnixListener::bind(&sock_path)
             .map_err(|e| unavailable(format!("cannot listen on {}: {e}", sock_path.display())))?;
 
         let tree = format!("{}-{generation}-{}", std::process::id(), random_hex(4));
-        // The host's `serverUrl`: a loopback service answering only this host (its token).
-        let compat_token = random_hex(24);
-        let (server_url, compat) = crate::compat::start(self.upcalls.clone(), compat_token.clone())
-            .await
-            .map_err(|e| unavailable(format!("cannot start the loopback service: {e}")))?;
         let mut cmd = tokio::process::Command::new(&rt);
         cmd.env(procs::TREE_VAR, &tree);
         match backend {
@@ -869,22 +910,38 @@ impl HostSupervisor {
                 cmd.arg("--no-install");
             }
         }
+        // Nothing secret in the environment: `/proc/<pid>/environ` keeps what a process was
+        // started with, whatever it deletes later. The handshake facts go on stdin, which the
+        // host reads to its end before any plugin code exists.
+        for k in [
+            "BERTH_HOST_SOCKET",
+            "BERTH_HOST_SECRET",
+            "BERTH_HOST_GENERATION",
+            "BERTH_HOST_SERVER_URL",
+            "BERTH_HOST_SERVER_TOKEN",
+        ] {
+            cmd.env_remove(k);
+        }
         cmd.arg(&self.layout.script)
-            .env("BERTH_HOST_SOCKET", &sock_path)
-            .env("BERTH_HOST_SECRET", &secret)
-            .env("BERTH_HOST_GENERATION", generation.to_string())
             .env("BERTH_HOST_DEPS", &self.layout.deps_dir)
-            .env("BERTH_HOST_SERVER_URL", &server_url)
-            .env("BERTH_HOST_SERVER_TOKEN", &compat_token)
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| {
-            compat.abort();
-            unavailable(format!("cannot start {}: {e}", rt.display()))
-        })?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| unavailable(format!("cannot start {}: {e}", rt.display())))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let handshake = serde_json::json!({
+                "socket": sock_path,
+                "generation": generation,
+                "welcome": welcome_secret,
+                "secret": secret,
+            });
+            // Small enough for the pipe buffer; dropping `stdin` closes it (the host reads to EOF).
+            let _ = stdin.write_all(format!("{handshake}\n").as_bytes()).await;
+        }
         let pid = child.id().unwrap_or(0);
         let logs = Arc::new(Mutex::new(VecDeque::with_capacity(4096)));
         for stream in [
@@ -900,18 +957,18 @@ impl HostSupervisor {
             tokio::spawn(capture(stream, logs.clone()));
         }
 
-        // The first connection that presents the secret and generation wins; anything else is
-        // closed. The host has 10 s to say hello.
+        // Only the spawned process may connect (peer credentials); it is welcomed with the
+        // supervisor's secret and must answer with its own and the generation. Anything else
+        // is closed. The host has 10 s to say hello.
         let stream = tokio::time::timeout(
             Duration::from_secs(10),
-            accept_hello(&listener, &secret, generation),
+            accept_hello(&listener, pid, &welcome_secret, &secret, generation),
         )
         .await;
         let _ = std::fs::remove_file(&sock_path);
         let stream = match stream {
             Ok(Ok(s)) => s,
             other => {
-                compat.abort();
                 let exited = child.try_wait().ok().flatten();
                 procs::kill_group(pid as i32);
                 let _ = child.kill().await;
@@ -965,8 +1022,7 @@ impl HostSupervisor {
             logs,
             upcalls: self.upcalls.clone(),
             upcall_slots: Arc::new(Semaphore::new(UPCALL_LIMIT)),
-            server_url,
-            compat: Some(compat),
+            compat: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&host);
         tokio::spawn(async move {
@@ -1019,11 +1075,26 @@ impl HostSupervisor {
 
 async fn accept_hello(
     listener: &UnixListener,
+    pid: u32,
+    welcome: &str,
     secret: &str,
     generation: u64,
 ) -> Result<UnixStream, String> {
     loop {
         let (mut stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        if let Err(why) = channel::check_peer(&stream, pid) {
+            tracing::warn!("refused a connection to the host socket: {why}");
+            continue;
+        }
+        let Ok(frame) = encode(&ToHost::Welcome {
+            v: PROTOCOL_VERSION,
+            secret: welcome.to_string(),
+        }) else {
+            return Err("cannot encode the welcome frame".into());
+        };
+        if stream.write_all(&frame).await.is_err() {
+            continue;
+        }
         let hello = tokio::time::timeout(Duration::from_secs(5), read_frame(&mut stream)).await;
         match hello {
             Ok(Ok(bytes)) => match decode(&bytes) {

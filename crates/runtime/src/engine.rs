@@ -101,6 +101,12 @@ impl Berth {
                 ),
             )
         })?;
+        // Receipts, outputs and logs are the user's alone: nobody else may enter the folder.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ =
+                std::fs::set_permissions(&options.data_dir, std::fs::Permissions::from_mode(0o700));
+        }
         let opened = Store::open(&options.data_dir.join("berth.db"))?;
         let moved_aside = opened
             .recovery
@@ -300,6 +306,8 @@ impl Berth {
                     }
                     let mut source = src.clone();
                     source.state = state;
+                    // Options go to the plugin as written; every view shows secrets redacted.
+                    source.options = source.options.as_ref().map(crate::secret::redact_options);
                     if state == SourceState::Paused {
                         source.diagnostics.push(berth_discovery::Diagnostic::new(
                             code::TEMPORARILY_UNAVAILABLE,

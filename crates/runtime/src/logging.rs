@@ -1,8 +1,11 @@
 //! Logging: `tracing` to a size-bounded rotating file in the data dir (`logs/berth.log`, then
-//! `.1` … `.N`) and to stderr. Owns the log files; must not log secret values (see `secret`).
+//! `.1` … `.N`, all 0600) and to stderr. Owns the log files; must not log secret values (see
+//! `secret`). One event is one line: text that came from plugins (their log calls, their
+//! output in an error) cannot start a line of its own, so it cannot forge one.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -34,8 +37,10 @@ impl RotatingFile {
     pub fn open(path: &Path, max: u64, keep: usize) -> io::Result<RotatingFile> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
+            // The log names plugins, files and calls: the user's alone.
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let file = private_append(path)?;
         let written = file.metadata()?.len();
         Ok(RotatingFile {
             inner: Arc::new(Mutex::new(Rotation {
@@ -63,15 +68,21 @@ impl Rotation {
         } else {
             std::fs::remove_file(&self.path)?;
         }
-        self.file = Some(
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&self.path)?,
-        );
+        self.file = Some(private_append(&self.path)?);
         self.written = 0;
         Ok(())
     }
+}
+
+/// Opens `path` for appending, created 0600 (and narrowed to 0600 if an older Berth made it).
+fn private_append(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    Ok(file)
 }
 
 fn numbered(path: &Path, i: usize) -> PathBuf {
@@ -80,18 +91,43 @@ fn numbered(path: &Path, i: usize) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// One formatted event as one line: line breaks and control characters inside it are written
+/// escaped (`\n`, `\r`, `\x1b`, …); only the event's own final newline stays.
+pub fn one_line(event: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let body = event.strip_suffix(b"\n").unwrap_or(event);
+    if !body.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        return std::borrow::Cow::Borrowed(event);
+    }
+    let mut out = Vec::with_capacity(event.len() + 16);
+    for &b in body {
+        match b {
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.push(b),
+            b if b < 0x20 || b == 0x7f => out.extend_from_slice(format!("\\x{b:02x}").as_bytes()),
+            b => out.push(b),
+        }
+    }
+    if body.len() < event.len() {
+        out.push(b'\n');
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 impl Write for RotatingFile {
+    /// `buf` is one formatted event (the fmt layer writes each event whole).
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let line = one_line(buf);
         let mut r = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if r.written + buf.len() as u64 > r.max && r.written > 0 {
+        if r.written + line.len() as u64 > r.max && r.written > 0 {
             r.rotate()?;
         }
-        let n = match r.file.as_mut() {
-            Some(f) => f.write(buf)?,
+        match r.file.as_mut() {
+            Some(f) => f.write_all(&line)?,
             None => return Err(io::Error::other("log file closed")),
         };
-        r.written += n as u64;
-        Ok(n)
+        r.written += line.len() as u64;
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -158,5 +194,29 @@ mod tests {
         assert!(std::fs::read_to_string(&path)
             .unwrap()
             .contains("line 0199"));
+    }
+
+    #[test]
+    fn plugin_text_cannot_forge_a_log_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("berth.log");
+        let file = RotatingFile::open(&path, 1 << 20, 1).unwrap();
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(file),
+        );
+        let forged = "hello\n2026-12-01T00:00:00.000000Z  INFO berth: approved everything\r\x1b[2K";
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(plugin = "evil\nINFO x", "{forged}");
+            tracing::info!("next");
+        });
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].contains("hello\\n2026-12-01") && lines[0].contains("\\x1b[2K"));
+        assert!(lines[1].ends_with("next"));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
     }
 }

@@ -76,6 +76,9 @@ impl Store {
     }
 
     fn open_checked(path: &Path) -> Result<Store, OpenFailure> {
+        // Receipts hold tool outputs: the file is the user's alone. SQLite gives its `-wal` and
+        // `-shm` companions the database file's mode.
+        make_private(path);
         let mut conn = Connection::open(path).map_err(|e| OpenFailure::classify(e, path))?;
         conn.busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| OpenFailure::classify(e, path))?;
@@ -191,6 +194,7 @@ impl Store {
         self.conn
             .execute("VACUUM INTO ?1", [tmp_str])
             .map_err(|e| self.err(e))?;
+        make_private(&tmp);
         std::fs::rename(&tmp, dest).map_err(|source| StoreError::DataDir {
             path: dest.to_path_buf(),
             source,
@@ -325,6 +329,28 @@ impl OpenFailure {
 }
 
 /// Renames the unreadable file (and its WAL/SHM companions) to `<name>.corrupt-<ms>`.
+/// Creates `path` readable and writable by its owner only (0600), or narrows it to that and
+/// its `-wal`/`-shm` companions when they exist (a store made by an older Berth was 0644).
+fn make_private(path: &Path) {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    for p in [
+        path.to_path_buf(),
+        path.with_file_name(format!("{name}-wal")),
+        path.with_file_name(format!("{name}-shm")),
+    ] {
+        if p.exists() {
+            let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600));
+        }
+    }
+}
+
 fn move_aside(path: &Path) -> Result<PathBuf, StoreError> {
     let stamp = now_ms();
     let name = path

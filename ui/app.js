@@ -5,7 +5,8 @@
 // the `/api/events` server-sent events, both with the token from this page's address).
 // Nothing is polled. Every piece of data is put into the page as text (never as HTML).
 //
-// Approval decisions go out through `invoke('approve'|'deny', {ids})` or `POST /api/approve|deny`;
+// Approval decisions go out through `invoke('approve'|'deny', {ids, digests})` or
+// `POST /api/approve|deny` (each id with the digest its card showed);
 // answers to a tool's permission prompt through `invoke('answer_prompt', {id, reply})` or
 // `POST /api/prompt`; resuming paused plugin hosts through `invoke('resume')` or
 // `POST /api/resume`. The page never changes a source's state (or removes a prompt) itself: the
@@ -963,7 +964,9 @@
     focusIn(id, 'status');
     let sent;
     try {
-      sent = Promise.resolve(sendDecision(action, [id]));
+      // The digest of the source as this card showed it: Berth refuses an approval of bytes
+      // that moved since.
+      sent = Promise.resolve(sendDecision(action, [id], { [id]: str(s.digest) }));
     } catch (err) {
       sent = Promise.reject(err);
     }
@@ -2044,7 +2047,7 @@
       if (rev !== null) latest = rev;
       safeRender(snap);
     };
-    sendDecision = (action, ids) => tauri.core.invoke(action === 'allow' ? 'approve' : 'deny', { ids });
+    sendDecision = (action, ids, digests) => tauri.core.invoke(action === 'allow' ? 'approve' : 'deny', { ids, digests });
     sendPromptAnswer = (id, reply) => tauri.core.invoke('answer_prompt', { id, reply });
     sendResume = () => tauri.core.invoke('resume');
     // Listen first, then ask: no change can fall between the two.
@@ -2075,8 +2078,8 @@
       return;
     }
     const q = '?token=' + encodeURIComponent(token);
-    sendDecision = (action, ids) =>
-      webPost(token, action === 'allow' ? 'approve' : 'deny', { ids }).then((body) => arr(obj(body).decided));
+    sendDecision = (action, ids, digests) =>
+      webPost(token, action === 'allow' ? 'approve' : 'deny', { ids, digests }).then((body) => arr(obj(body).decided));
     sendPromptAnswer = (id, reply) => webPost(token, 'prompt', { id, reply });
     sendResume = () => webPost(token, 'resume', {}).then((body) => arr(obj(body).resumed));
     setLive('connecting');

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use berth_discovery::OpencodeEnv;
+use berth_runtime::approval::DecisionRequest;
 use berth_runtime::{default_data_dir, Berth, BerthError, BerthOptions, Decision, StatusSnapshot};
 use tauri::{Emitter, Manager};
 
@@ -55,15 +56,36 @@ fn report_first_paint() {
     });
 }
 
-/// Allow the given sources (the approval panel's "Allow").
+/// Allow the given sources (the approval panel's "Allow"), each with the digest it showed.
 #[tauri::command]
 async fn approve(
     berth: tauri::State<'_, Berth>,
     ids: Vec<String>,
+    digests: std::collections::BTreeMap<String, String>,
 ) -> Result<Vec<String>, BerthError> {
+    decide(berth, ids, digests, Decision::Allow).await
+}
+
+/// The window's decisions, under the same rules as the page's (`DecisionRequest`).
+async fn decide(
+    berth: tauri::State<'_, Berth>,
+    ids: Vec<String>,
+    digests: std::collections::BTreeMap<String, String>,
+    decision: Decision,
+) -> Result<Vec<String>, BerthError> {
+    let choices = DecisionRequest { ids, digests }
+        .choices(decision)
+        .map_err(|missing| {
+            BerthError::new(
+                berth_runtime::code::INVALID_ARGUMENTS,
+                "approval",
+                format!("an approval must carry the digest that was shown for {missing}"),
+                "reload the window",
+            )
+        })?;
     let berth = berth.inner().clone();
     tauri::async_runtime::spawn_blocking(move || {
-        berth.decide(Some(&ids), Decision::Allow, "app", false)
+        berth.decide(Some(&choices), decision, "app", false)
     })
     .await
     .map_err(join_error)?
@@ -93,13 +115,12 @@ async fn resume(berth: tauri::State<'_, Berth>) -> Result<Vec<String>, BerthErro
 }
 
 #[tauri::command]
-async fn deny(berth: tauri::State<'_, Berth>, ids: Vec<String>) -> Result<Vec<String>, BerthError> {
-    let berth = berth.inner().clone();
-    tauri::async_runtime::spawn_blocking(move || {
-        berth.decide(Some(&ids), Decision::Deny, "app", false)
-    })
-    .await
-    .map_err(join_error)?
+async fn deny(
+    berth: tauri::State<'_, Berth>,
+    ids: Vec<String>,
+    digests: Option<std::collections::BTreeMap<String, String>>,
+) -> Result<Vec<String>, BerthError> {
+    decide(berth, ids, digests.unwrap_or_default(), Decision::Deny).await
 }
 
 fn join_error(e: impl std::fmt::Display) -> BerthError {

@@ -126,7 +126,9 @@ describe("approval panel against the real server", () => {
     try {
       await row(id).locator("button[data-action=allow]").click()
       const req = await requested
-      assert.deepEqual(req.postDataJSON(), { ids: [id] })
+      // The decision carries the digest the card showed: Berth refuses it if the bytes moved.
+      const shown = (await status()).sources.find((s) => s.id === id)
+      assert.deepEqual(req.postDataJSON(), { ids: [id], digests: { [id]: shown.digest } })
       assert.equal(req.headers().authorization, `Bearer ${server.token}`)
 
       // In flight: progress shows, every decision button is disabled, and nothing changed yet.
@@ -188,7 +190,7 @@ describe("approval panel against the real server", () => {
     const { id } = plugins.spawner
     // The real server refuses an id it does not know: send that instead of this source's id.
     await page.route("**/api/approve", (route) =>
-      route.continue({ postData: JSON.stringify({ ids: ["no-such-source"] }) }),
+      route.continue({ postData: JSON.stringify({ ids: ["no-such-source"], digests: { "no-such-source": "sha256:0123456789" } }) }),
     )
     let refusal
     try {
@@ -314,7 +316,7 @@ describe("approval panel against the real server", () => {
     assert.deepEqual(problems, [])
   })
 
-  test("the Tauri bridge: invoke('approve'/'deny', {ids}), no optimistic change, errors inline", async () => {
+  test("the Tauri bridge: invoke('approve'/'deny', {ids, digests}), no optimistic change, errors inline", async () => {
     const snap = await status()
     const waiting = snap.sources.filter((s) => s.state === "pending-approval")
     assert.ok(waiting.length >= 2)
@@ -330,7 +332,7 @@ describe("approval panel against the real server", () => {
 
       await trow(first.id).locator("button[data-action=allow]").click()
       await tauriPage.waitForFunction(() => window.__invokes.length === 1, null, { timeout: WAIT })
-      assert.deepEqual(await tauriPage.evaluate(() => window.__invokes), [{ cmd: "approve", args: { ids: [first.id] } }])
+      assert.deepEqual(await tauriPage.evaluate(() => window.__invokes), [{ cmd: "approve", args: { ids: [first.id], digests: { [first.id]: first.digest } } }])
       await trow(first.id).getByTestId("decision-progress").waitFor({ state: "visible", timeout: WAIT })
       await tauriPage.evaluate((id) => window.__answers.approve.resolve([id]), first.id)
       // Berth answered, but the state only changes with its event.
@@ -351,7 +353,7 @@ describe("approval panel against the real server", () => {
 
       await trow(second.id).locator("button[data-action=deny]").click()
       await tauriPage.waitForFunction(() => window.__invokes.length === 2, null, { timeout: WAIT })
-      assert.deepEqual((await tauriPage.evaluate(() => window.__invokes))[1], { cmd: "deny", args: { ids: [second.id] } })
+      assert.deepEqual((await tauriPage.evaluate(() => window.__invokes))[1], { cmd: "deny", args: { ids: [second.id], digests: { [second.id]: second.digest } } })
       const refusal = { code: "temporarily-unavailable", capability: "approval", message: "the store is busy", recovery: "retry", plugin: null }
       await tauriPage.evaluate((e) => window.__answers.deny.reject(e), refusal)
       const error = trow(second.id).getByTestId("decision-error")

@@ -306,14 +306,20 @@ async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_r
 /// A source revoked while one of its calls runs: the call finishes where it started, its tools
 /// are gone at once, and the host that ran it stops once idle (a recycle, not a crash).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_source_revoked_mid_call_stops_its_host_once_the_call_ends() {
+async fn a_revoked_source_stops_at_once_even_mid_call() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("project/.opencode/tools/says.ts");
+    let ticks = dir.path().join("ticks");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // A timer started at import keeps writing while the host lives.
     std::fs::write(
         &file,
-        "import { tool } from '@opencode-ai/plugin'\n\
-         export const slow = tool({ description: 'says it later', args: { ms: tool.schema.number() }, async execute(a) { await new Promise((r) => setTimeout(r, a.ms)); return 'done' } })\n",
+        format!(
+            "import {{ tool }} from '@opencode-ai/plugin'\n\
+             import {{ appendFileSync }} from 'node:fs'\n\
+             setInterval(() => appendFileSync({ticks:?}, 'x'), 10)\n\
+             export const slow = tool({{ description: 'says it later', args: {{ ms: tool.schema.number() }}, async execute(a) {{ await new Promise((r) => setTimeout(r, a.ms)); return 'done' }} }})\n"
+        ),
     )
     .unwrap();
     let berth = support::open_project(dir.path(), &[]);
@@ -322,8 +328,9 @@ async fn a_source_revoked_mid_call_stops_its_host_once_the_call_ends() {
     let host =
         berth_runtime::catalog::host_for_bench(&berth, berth_runtime::runtimes::RuntimeKind::Bun)
             .await;
-    let (slow, ()) = tokio::join!(
-        berth.invoke("says_slow", serde_json::json!({ "ms": 1000 }), None, None),
+    let started = std::time::Instant::now();
+    let (slow, revoked_at) = tokio::join!(
+        berth.invoke("says_slow", serde_json::json!({ "ms": 5000 }), None, None),
         async {
             while host.in_flight() == 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -337,19 +344,43 @@ async fn a_source_revoked_mid_call_stops_its_host_once_the_call_ends() {
             berth
                 .decide(Some(&ids), Decision::Deny, "cli", false)
                 .unwrap();
+            let at = std::time::Instant::now();
             let act = berth.activate().await;
             assert!(
                 act.tools.is_empty(),
                 "the revoked tool is withdrawn at once"
             );
-            assert!(!host.is_lost(), "the call in flight is not cut short");
+            at
         }
     );
-    assert_eq!(slow.unwrap().output.as_deref(), Some("done"));
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !host.is_lost() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let receipt = slow.unwrap();
+    assert_eq!(
+        receipt.status,
+        berth_store::ReceiptStatus::Cancelled,
+        "{receipt:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the call ran on"
+    );
     assert!(host.is_lost(), "the revoked source's host kept running");
+    assert!(
+        revoked_at.elapsed() < Duration::from_secs(2),
+        "stopping took {:?}",
+        revoked_at.elapsed()
+    );
+    // Its process is gone (at most a zombie not yet reaped), so its timer is too.
+    assert!(
+        !berth_runtime::host::procs::is_running(host.pid),
+        "host {} is still running",
+        host.pid
+    );
+    let written = std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0),
+        written,
+        "the revoked timer still runs"
+    );
     berth.shutdown_hosts().await;
 }

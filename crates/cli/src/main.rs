@@ -77,8 +77,10 @@ enum Command {
         limit: usize,
     },
     /// Allow sources to run (by id, or every source waiting for a decision with --all).
+    /// `ID@DIGEST` approves only if the source is still what `berth sources` showed (the
+    /// full digest or at least 8 of its hex digits); otherwise nothing is approved.
     Approve {
-        #[arg(required_unless_present = "all")]
+        #[arg(required_unless_present = "all", value_name = "ID[@DIGEST]")]
         ids: Vec<String>,
         #[arg(long, conflicts_with = "ids")]
         all: bool,

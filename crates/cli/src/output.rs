@@ -169,6 +169,19 @@ impl Out {
             for d in &src.diagnostics {
                 println!("    ! {} [{}] — {}", d.message, d.code, d.recovery);
             }
+            if matches!(
+                src.state,
+                berth_discovery::SourceState::PendingApproval
+                    | berth_discovery::SourceState::PendingActivation
+            ) {
+                // The digest pins the approval to exactly what was printed above.
+                let short = src.digest.trim_start_matches("sha256:");
+                println!(
+                    "    approve exactly this: berth approve {}@{}",
+                    src.id,
+                    &short[..short.len().min(16)]
+                );
+            }
         }
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use berth_discovery::{Capabilities, Source, SourceKind, SourceState};
 use berth_store::{ApprovalKey, ApprovalRow, Contributions, Decision, Store};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::runtimes::{RuntimeInfo, RuntimeKind};
 
@@ -42,6 +42,31 @@ pub fn key_for(source: &Source, domain: &str, backend: RuntimeKind, project: &st
             RuntimeKind::Node => "node".into(),
         },
         project: project.to_string(),
+    }
+}
+
+/// A decision as the page and the window send it: the sources, and for each the digest the
+/// person was shown (so that what is approved is exactly what was shown).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRequest {
+    pub ids: Vec<String>,
+    #[serde(default)]
+    pub digests: std::collections::BTreeMap<String, String>,
+}
+
+impl DecisionRequest {
+    /// The `id@digest` choices `Berth::decide` takes. An approval must carry a digest for
+    /// every id (Err names the first that has none); a denial may come without.
+    pub fn choices(&self, decision: Decision) -> Result<Vec<String>, String> {
+        self.ids
+            .iter()
+            .map(|id| match self.digests.get(id) {
+                Some(d) => Ok(format!("{id}@{d}")),
+                None if decision == Decision::Deny => Ok(id.clone()),
+                None => Err(id.clone()),
+            })
+            .collect()
     }
 }
 

@@ -60,6 +60,9 @@ pub(crate) struct Catalog {
     /// OpenCode's `project` for the project dir, with the git facts it was computed from
     /// (reused while they are unchanged: computing it runs git).
     pub project: Option<(String, Value)>,
+    /// The store's decisions marker when activation last read the decisions: a call that finds
+    /// it moved (a decision made here or in another process) activates first.
+    pub decisions_seen: Option<i64>,
 }
 
 impl Catalog {
@@ -96,8 +99,27 @@ impl Berth {
         act
     }
 
+    /// Decisions recorded since the last activation (by any process) take effect now, before
+    /// anything runs: revoked sources are withdrawn and their code stopped.
+    pub(crate) async fn apply_new_decisions(&self) {
+        let now = self.with_store(|s| s.decisions_marker()).ok();
+        let seen = self
+            .catalog()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .decisions_seen;
+        if now.is_none() || now != seen {
+            Box::pin(self.activate()).await;
+        }
+    }
+
     async fn activate_inner(&self) -> Activation {
         let mut act = Activation::default();
+        let marker = self.with_store(|s| s.decisions_marker()).ok();
+        self.catalog()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .decisions_seen = marker;
         // The gate reads the bytes as they are now, not a cached view.
         let mut fresh = self.fresh_scan();
         // npm plugins approved before their bytes were known are prepared now (no code runs:
@@ -217,27 +239,32 @@ impl Berth {
                 return act;
             }
         };
-        // Code of a revoked source must not keep running, and a changed source's new bytes must
-        // not meet its old module graph: either way the host is recycled (fresh host for what
-        // comes next; the old one ends once its calls in flight have).
-        let recycle = if !withdrawn.is_empty()
+        // Code of a source no longer cleared (revoked, grown, gone) must not keep running: its
+        // calls end now and its host stops after the cancel grace. A changed source's new bytes
+        // must not meet its old module graph: that host is recycled (fresh host for what comes
+        // next; the old one ends once its calls in flight have).
+        let runs_withdrawn = !withdrawn.is_empty()
             && sup.current(backend).await.is_some_and(|h| {
                 h.loaded
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .iter()
                     .any(|id| withdrawn.contains(id))
-            }) {
-            Some("a source it ran was revoked")
-        } else {
+            });
+        let changed = {
             let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
             cleared
                 .iter()
                 .any(|(id, s)| cat.loaded.get(id).is_some_and(|d| d != &s.digest))
-                .then_some("a source it ran changed on disk")
         };
-        if let Some(why) = recycle {
-            sup.recycle(backend, why).await;
+        if runs_withdrawn {
+            sup.revoke(backend, &withdrawn, "its source is no longer approved")
+                .await;
+        } else if changed {
+            sup.recycle(backend, "a source it ran changed on disk")
+                .await;
+        }
+        if runs_withdrawn || changed {
             self.catalog()
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -620,6 +647,8 @@ impl Berth {
                 return Ok(existing);
             }
         }
+        // A decision made a moment ago (here or by another process) holds for this call.
+        self.apply_new_decisions().await;
         // A tool is called with the definition its file has now: when the source's bytes moved
         // since its load (or the file is gone), activation runs first (and reloads or withdraws).
         let known = {

@@ -475,9 +475,12 @@ impl Berth {
         roots
     }
 
-    /// Records `decision` for each id (all sources waiting for a decision with `ids = None`),
-    /// exactly as the current snapshot shows them, then rescans. Unknown ids fail the whole
-    /// call before anything is recorded.
+    /// Records `decision` for each chosen source (all sources waiting for a decision with
+    /// `ids = None`), exactly as the current snapshot shows them — every file with its digest —
+    /// then rescans. A choice is a source id, or `id@digest` with the digest the person was
+    /// shown (the full `sha256:…` or at least 8 of its hex digits): an approval of a source
+    /// whose bytes moved since is refused, so what is approved is what was shown. Unknown ids
+    /// and moved sources fail the whole call before anything is recorded.
     pub fn decide(
         &self,
         ids: Option<&[String]>,
@@ -490,18 +493,34 @@ impl Berth {
         let chosen: Vec<&SourceView> = match ids {
             Some(ids) => {
                 let mut out = Vec::new();
-                for id in ids {
-                    match snapshot.sources.iter().find(|s| &s.id == id) {
-                        Some(s) => out.push(s),
-                        None => {
+                for choice in ids {
+                    let (id, seen) = match choice.split_once('@') {
+                        Some((id, digest)) => (id, Some(digest)),
+                        None => (choice.as_str(), None),
+                    };
+                    let Some(s) = snapshot.sources.iter().find(|s| s.id == id) else {
+                        return Err(BerthError::new(
+                            code::INVALID_ARGUMENTS,
+                            "approval",
+                            format!("no source has the id `{id}`"),
+                            "list the ids with `berth sources`",
+                        ));
+                    };
+                    if let Some(seen) = seen {
+                        if !digest_matches(&s.digest, seen) && decision == Decision::Allow {
                             return Err(BerthError::new(
-                                code::INVALID_ARGUMENTS,
+                                code::ACTION_REQUIRED,
                                 "approval",
-                                format!("no source has the id `{id}`"),
-                                "list the ids with `berth sources`",
-                            ))
+                                format!(
+                                    "{id} changed since it was shown to you (shown {seen}, now {}); nothing was approved",
+                                    s.digest
+                                ),
+                                "look at it again (`berth sources` or the status page) and approve what it is now",
+                            )
+                            .for_plugin(id.to_string()));
                         }
                     }
+                    out.push(s);
                 }
                 out
             }
@@ -573,6 +592,13 @@ impl Berth {
         let store = self.inner.store.lock().unwrap_or_else(|p| p.into_inner());
         f(&store)
     }
+}
+
+/// Whether `seen` (a full `sha256:…` digest, or at least 8 hex digits of one) names `digest`.
+fn digest_matches(digest: &str, seen: &str) -> bool {
+    let hex = |d: &str| d.strip_prefix("sha256:").unwrap_or(d).to_ascii_lowercase();
+    let (have, seen) = (hex(digest), hex(seen));
+    seen.len() >= 8 && seen.chars().all(|c| c.is_ascii_hexdigit()) && have.starts_with(&seen)
 }
 
 fn placeholder(o: &BerthOptions) -> StatusSnapshot {

@@ -216,11 +216,6 @@ async fn status(State(s): State<AppState>) -> impl IntoResponse {
     Json(serde_json::to_value(&*s.berth.status()).unwrap_or_default())
 }
 
-#[derive(serde::Deserialize)]
-struct Decide {
-    ids: Vec<String>,
-}
-
 async fn approve(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
     decide(s, body, berth_store::Decision::Allow).await
 }
@@ -263,17 +258,29 @@ fn answer(outcome: Result<serde_json::Value, BerthError>) -> Response {
 /// Records the page's decision (the same rules as `berth approve`/`deny`) off the async
 /// workers: the page never waits on more than the store write.
 async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Decision) -> Response {
-    let body: Decide = match parse_body(
+    let body: crate::approval::DecisionRequest = match parse_body(
         &body,
-        "{\"ids\": [..]}",
-        "{\"ids\": [\"plugin-a-1d7e648b\"]}",
+        "{\"ids\": [..], \"digests\": {..}}",
+        "{\"ids\": [\"plugin-a-1d7e648b\"], \"digests\": {\"plugin-a-1d7e648b\": \"sha256:…\"}}",
     ) {
         Ok(b) => b,
         Err(r) => return r,
     };
+    // An approval carries the digest of what the person saw; a moved source is refused.
+    let choices = match body.choices(decision) {
+        Ok(c) => c,
+        Err(missing) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_ARGUMENTS,
+                &format!("an approval must carry the digest that was shown for {missing}"),
+                "send {\"ids\": [..], \"digests\": {\"<id>\": \"sha256:…\"}}",
+            )
+        }
+    };
     let berth = s.berth.clone();
     let result =
-        tokio::task::spawn_blocking(move || berth.decide(Some(&body.ids), decision, "page", false))
+        tokio::task::spawn_blocking(move || berth.decide(Some(&choices), decision, "page", false))
             .await;
     match result {
         Ok(r) => answer(r.map(|ids| serde_json::json!({ "decided": ids }))),

@@ -127,6 +127,16 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Moves whenever any process records a decision (the newest row's id; 0 for none). Cheap
+    /// enough to read before every call: a decision made elsewhere takes effect before the
+    /// next call runs anything.
+    pub fn decisions_marker(&self) -> Result<i64, StoreError> {
+        self.conn
+            .prepare_cached("SELECT coalesce(max(id), 0) FROM approvals")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(|e| self.err(e))
+    }
+
     /// Every decision, newest first (the audit trail).
     pub fn approvals(&self) -> Result<Vec<ApprovalRow>, StoreError> {
         let mut stmt = self

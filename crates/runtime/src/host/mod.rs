@@ -201,6 +201,8 @@ impl Upcalls for NoUpcalls {
 
 struct Pending {
     tx: oneshot::Sender<Result<Value, CallError>>,
+    /// The plugin instance the call is for (a revoked source's calls are stopped by it).
+    instance: String,
     acked: bool,
     meta: Option<mpsc::UnboundedSender<(Option<String>, Value)>>,
 }
@@ -327,6 +329,37 @@ impl Host {
         }
     }
 
+    /// Ends the calls in flight for `instances` now, with `cancelled` (their AbortSignal fires;
+    /// nothing is repeated), and returns how many there were. Their code keeps running until
+    /// the host stops: a revoked source's host is retired right after (`HostSupervisor::revoke`).
+    pub fn stop_calls_of(&self, instances: &[String], why: &str) -> usize {
+        let stopped: Vec<(u64, Pending)> = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let ids: Vec<u64> = pending
+                .iter()
+                .filter(|(_, p)| instances.contains(&p.instance))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| pending.remove(&id).map(|p| (id, p)))
+                .collect()
+        };
+        let n = stopped.len();
+        for (id, p) in stopped {
+            if let Ok(frame) = encode(&ToHost::Cancel {
+                v: PROTOCOL_VERSION,
+                cancel_id: id,
+            }) {
+                self.send_detached(frame);
+            }
+            let _ = p.tx.send(Err(CallError::new(
+                code::CANCELLED,
+                format!("{why}; the call was stopped and is not repeated"),
+            )));
+        }
+        n
+    }
+
     /// Stops the host on purpose (a revoked or changed source): like `kill`, but not counted as
     /// a crash against the restart budget.
     pub fn retire(&self, why: &str) {
@@ -425,6 +458,7 @@ impl Host {
                 id,
                 Pending {
                     tx,
+                    instance: instance.to_string(),
                     acked: false,
                     meta: opts.metadata.clone(),
                 },
@@ -846,6 +880,30 @@ impl HostSupervisor {
             }
             old.retire(&why);
         });
+    }
+
+    /// A revoked source's code stops now: its calls in flight end `cancelled` at once, the
+    /// next call or load starts a fresh host, and this one — the revoked code lives in its
+    /// process, timers included — is stopped after the cancel grace, whatever else is still in
+    /// flight there (those calls end `process-lost`, never repeated). Returns once it stopped.
+    pub async fn revoke(&self, backend: RuntimeKind, instances: &[String], why: &str) {
+        let Some(old) = self.hosts.lock().await.remove(&backend) else {
+            return;
+        };
+        old.stop_calls_of(instances, why);
+        let until = Instant::now() + CANCEL_GRACE;
+        while old.in_flight() > 0 && !old.is_lost() && Instant::now() < until {
+            tokio::select! {
+                _ = old.lost_notify.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+        old.retire(why);
+        // SIGKILL lands asynchronously: return once the process no longer runs (bounded).
+        let until = Instant::now() + Duration::from_secs(1);
+        while procs::is_running(old.pid) && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 
     /// Lists `host` among the running ones (and forgets those that ended).

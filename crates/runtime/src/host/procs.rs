@@ -112,6 +112,14 @@ fn children_of(parent: u32) -> Vec<u32> {
 }
 
 /// Resident set size of `pid` in bytes (0 when unknown).
+/// Whether `pid` still runs code (gone, or a zombie waiting to be reaped, does not).
+pub fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit(')').next().and_then(|r| r.trim().chars().next()))
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
 pub fn rss_bytes(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/statm"))
         .ok()

@@ -7,7 +7,10 @@
 // let a plugin's failure take down other calls.
 import net from "node:net"
 import { readFileSync } from "node:fs"
-import { pathToFileURL } from "node:url"
+import { pathToFileURL, fileURLToPath } from "node:url"
+import { Gate, isRefusal, refusalMessage } from "./gate.mjs"
+import { installBunLoader } from "./bun-loader.mjs"
+import { installCjsGate } from "./node-cjs-gate.mjs"
 
 const PROTOCOL_VERSION = 2
 const MAX_FRAME = 8 * 1024 * 1024
@@ -21,7 +24,7 @@ const socketPath = handshake.socket
 const welcomeSecret = handshake.welcome
 const secret = handshake.secret
 const generation = Number(handshake.generation)
-const depsDir = env.BERTH_HOST_DEPS
+const depsDir = handshake.hostDeps
 /** Each plugin's own loopback `serverUrl` (origin → the token that opens it), from its load request. */
 const serverTokens = new Map()
 installServerToken()
@@ -30,72 +33,63 @@ const isBun = typeof globalThis.Bun !== "undefined"
 const runtime = isBun ? "bun" : "node"
 const runtimeVersion = isBun ? Bun.version : process.versions.node
 
-await installResolver()
+// What may load: only the approved bytes of the sources the supervisor cleared (their
+// manifests arrive with each load request), outside Berth's own folders (`trusted`: its
+// prepared installs and this code, in its private data dir).
+const gate = new Gate(handshake.trusted ?? [])
+const admitInLoaderThread = await installLoader()
 // The same zod module instance the plugins get through `@opencode-ai/plugin` (ESM, resolved
-// by the hook above), so `.describe()` metadata lives in one registry.
+// from Berth's host dependencies), so `.describe()` metadata lives in one registry.
 const { z } = await import(isBun ? Bun.resolveSync("zod", depsDir) : "zod")
 
 /**
- * Bare imports a plugin cannot resolve next to itself resolve from the dependencies Berth
- * prepared for its config folder's own package.json (`deps::config_deps_dir`), then from
- * Berth's host deps. The module keeps its real path either way.
+ * Installs the load gate for the runtime. Returns how a manifest reaches Node's loader thread
+ * (acknowledged before anything of the source is imported); on Bun the loader reads `gate`.
  */
-async function installResolver() {
+async function installLoader() {
   if (isBun) {
-    // Bun's runtime plugins are not asked to resolve the static imports of a loaded file, and
-    // without `--no-install` Bun would download whatever is missing. So the files Berth loads
-    // (outside any node_modules) are read here and each bare import that does not resolve next
-    // to the file is rewritten to the prepared copy's path; the module keeps its real path.
-    const { configDepsFor } = await import(new URL("./config-deps.mjs", import.meta.url).href)
-    const dirOf = (p) => p.slice(0, p.lastIndexOf("/")) || "/"
-    const resolved = new Map() // `${folder}\0${spec}` -> prepared path, or null
-    const resolveBare = (spec, importer) => {
-      const key = `${dirOf(importer)}\0${spec}`
-      if (resolved.has(key)) return resolved.get(key)
-      let target = null
-      try {
-        Bun.resolveSync(spec, dirOf(importer)) // resolves next to the file: Bun stays in charge
-      } catch {
-        for (const dir of [configDepsFor(depsDir, importer), depsDir]) {
-          if (!dir) continue
-          try {
-            target = Bun.resolveSync(spec, dir)
-            break
-          } catch {}
-        }
-      }
-      resolved.set(key, target)
-      return target
-    }
-    const transpilers = {}
-    Bun.plugin({
-      name: "berth-deps",
-      setup(build) {
-        build.onLoad({ filter: /^(?!.*\/node_modules\/).*\.(c|m)?[jt]sx?$/ }, async (args) => {
-          const path = args.path.replace(/[?#].*$/, "")
-          const loader = /\.(c|m)?tsx?$/.test(path) ? (path.endsWith("x") ? "tsx" : "ts") : path.endsWith("x") ? "jsx" : "js"
-          let source = await Bun.file(path).text()
-          let imports = []
-          try {
-            imports = (transpilers[loader] ??= new Bun.Transpiler({ loader })).scanImports(source)
-          } catch {}
-          for (const spec of new Set(imports.map((i) => i.path))) {
-            if (!/^[^./]/.test(spec) || spec === "bun" || /^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(spec)) continue
-            const target = resolveBare(spec, path)
-            if (!target) continue
-            const quoted = spec.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
-            const re = new RegExp(`((?:\\bfrom|\\bimport|\\brequire\\s*\\()\\s*\\(?\\s*)(["'])${quoted}\\2`, "g")
-            source = source.replace(re, (_m, pre, q) => `${pre}${q}${target}${q}`)
-          }
-          return { contents: source, loader }
-        })
-      },
-    })
-    return
+    installBunLoader(gate)
+    return async () => {}
   }
+  installCjsGate(gate)
   const { register } = await import("node:module")
-  const hooks = new URL("./node-loader.mjs", import.meta.url).href
-  register(hooks, { data: { depsDir } })
+  const { port1, port2 } = new MessageChannel()
+  const acks = new Map()
+  let next = 1
+  port1.on("message", ({ ack, error }) => {
+    const waiter = acks.get(ack)
+    acks.delete(ack)
+    if (error) waiter?.reject(fail("action-required", error))
+    else waiter?.resolve()
+  })
+  port1.unref()
+  // This file's own bare imports (zod) resolve in Berth's host dependencies.
+  const self = fileURLToPath(import.meta.url)
+  gate.deps.set(self, [depsDir])
+  register(new URL("./node-loader.mjs", import.meta.url).href, { data: { depsDir, trusted: gate.trusted, port: port2, self }, transferList: [port2] })
+  return (manifest) =>
+    new Promise((resolve, reject) => {
+      const id = next++
+      acks.set(id, { resolve, reject })
+      port1.postMessage({ id, manifest })
+    })
+}
+
+/** Admits a source's manifest before anything of it is imported (both threads on Node). */
+async function admit(manifest) {
+  if (!manifest) throw fail("action-required", "the load request carries no manifest of approved files")
+  gate.admit(manifest)
+  await admitInLoaderThread(manifest)
+}
+
+/** An import that the gate refused fails as `action-required`, naming the file. */
+async function importApproved(url) {
+  try {
+    return await import(url)
+  } catch (e) {
+    if (isRefusal(e)) throw fail("action-required", refusalMessage(e))
+    throw e
+  }
 }
 
 /**
@@ -219,6 +213,8 @@ function onMessage(msg) {
 }
 
 function toWireError(err) {
+  // A module the gate refused (at load, or imported later by running code) names its file.
+  if (isRefusal(err)) return { code: "action-required", message: refusalMessage(err).slice(0, 4000) }
   const code = typeof err?.berthCode === "string" ? err.berthCode : "plugin-failed"
   const message = String(err?.message ?? err).slice(0, 4000)
   return { code, message }
@@ -254,9 +250,10 @@ function isToolDefinition(v) {
 }
 
 /** Imports a standalone tool file and describes its tools exactly as OpenCode 1.18.4 names them. */
-async function loadTools(instance, { path, stem, version }) {
+async function loadTools(instance, { path, stem, version, manifest }) {
+  await admit(manifest)
   const url = pathToFileURL(path).href + (version ? `?v=${version}` : "")
-  const mod = await import(url)
+  const mod = await importApproved(url)
   const out = []
   for (const [exportName, value] of Object.entries(mod)) {
     if (!isToolDefinition(value)) continue
@@ -410,11 +407,12 @@ const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArr
  * rejects the whole module before any factory runs. A factory that throws rolls back the
  * whole module's contributions.
  */
-async function loadPlugin(instance, { path, version, options, kind, packageName, context, serverUrl, serverToken }) {
+async function loadPlugin(instance, { path, version, options, kind, packageName, context, serverUrl, serverToken, manifest }) {
+  await admit(manifest)
   const service = new URL(serverUrl ?? "http://127.0.0.1:9/")
   if (serverToken) serverTokens.set(service.origin, serverToken)
   const url = pathToFileURL(path).href + (version ? `?v=${version}` : "")
-  const mod = await import(url)
+  const mod = await importApproved(url)
   const input = pluginInput(instance, context, service)
   const factories = []
   let id

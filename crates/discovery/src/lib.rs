@@ -15,6 +15,8 @@ mod digest;
 pub mod env;
 pub mod facts;
 pub mod graph;
+pub mod prepared;
+pub mod resolve;
 pub mod scan;
 pub mod source;
 pub mod spec;
@@ -22,9 +24,11 @@ pub mod spec;
 pub use digest::{sha256_hex, sha256_parts};
 pub use env::{OpencodeEnv, Switch};
 pub use graph::{ConfigDir, ConfigFile, ConfigGraph, ConfigRole, DirRole};
+pub use resolve::Runtime;
 pub use scan::{
-    npm_entry, npm_install_dir, prepared_package_dir, Discovery, Scanner, OPENCODE_VERSION,
+    config_dir_of, npm_entry, npm_install_dir, prepared_package_dir, Discovery, Scanner,
+    OPENCODE_VERSION,
 };
 pub use source::{
-    Capabilities, Diagnostic, NpmRef, Resolved, Scope, Source, SourceKind, SourceState,
+    Capabilities, Diagnostic, Manifest, NpmRef, Resolved, Scope, Source, SourceKind, SourceState,
 };

@@ -5,7 +5,7 @@
 //! Must not: execute or import anything, or follow a relative import out of the source's own
 //! folder.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -16,6 +16,7 @@ use crate::digest::{sha256_hex, sha256_parts};
 use crate::env::OpencodeEnv;
 use crate::facts::{analyze, FileFacts};
 use crate::graph::{ConfigGraph, PluginOrigin};
+use crate::resolve::{is_local_specifier, resolve_local, ImportKind, Runtime};
 use crate::source::*;
 use crate::spec::PluginSpec;
 
@@ -30,7 +31,6 @@ const INDEX_FILES: &[&str] = &[
     "index.mjs",
     "index.cjs",
 ];
-const RESOLVE_EXTS: &[&str] = &["ts", "tsx", "js", "mjs", "cjs", "mts", "cts", "jsx"];
 
 /// A file modified this close to the moment it was read may change again within the same
 /// timestamp tick without its size or mtime moving: its cached result is not reused (git's
@@ -56,6 +56,8 @@ pub struct Scanner {
     /// Where Berth prepares npm packages (`<data dir>/packages`): a prepared package is
     /// described from its files; an unprepared one by its spec alone.
     packages_root: Option<PathBuf>,
+    /// Whose resolution rules local imports follow (the backend the sources would run on).
+    runtime: Runtime,
 }
 
 /// The OpenCode version whose `engines.opencode` ranges Berth checks against.
@@ -142,7 +144,7 @@ pub fn npm_entry(pkg_dir: &Path) -> Result<PathBuf, String> {
         }
     };
     let entry = crate::spec::normalize(&pkg_dir.join(&target));
-    if !entry.starts_with(pkg_dir) {
+    if !stays_inside(&entry, pkg_dir) {
         return Err(format!("its entry {target} points outside the package"));
     }
     Ok(entry)
@@ -175,18 +177,25 @@ impl Scanner {
         }
     }
 
+    /// Local imports resolve as `runtime` resolves them (Bun unless told otherwise).
+    pub fn resolving_for(mut self, runtime: Runtime) -> Scanner {
+        self.runtime = runtime;
+        self
+    }
+
     pub fn scan(&mut self, env: &OpencodeEnv, directory: &Path) -> Discovery {
         let graph = ConfigGraph::resolve(env, directory);
         let mut sources = Vec::new();
         let mut live = HashSet::new();
 
         for (order, tool) in graph.tool_files.iter().enumerate() {
-            let s = self.describe_files(
+            let mut s = self.describe_files(
                 SourceKind::StandaloneTool,
                 &tool.path,
                 &tool.config_dir,
                 &mut live,
             );
+            apply_config_dir(&mut s, &tool.config_dir);
             sources.push(finish(
                 s,
                 SourceKind::StandaloneTool,
@@ -272,6 +281,9 @@ impl Scanner {
                 if let Some(pkg) = read_package_json(&root) {
                     apply_package_json(&mut s, &pkg, &root);
                 }
+                if let Some(dir) = entry.as_deref().and_then(config_dir_of) {
+                    apply_config_dir(&mut s, &dir);
+                }
                 if origin.options_kept_from_config {
                     s.diagnostics.push(Diagnostic::new(
                         "unsupported",
@@ -299,7 +311,14 @@ impl Scanner {
                     .map(|r| prepared_package_dir(r, name, request))
                     .filter(|d| d.join("package.json").is_file());
                 let mut s = match &prepared {
-                    Some(pkg_dir) => self.describe_package(pkg_dir, live),
+                    Some(pkg_dir) => {
+                        let install = self
+                            .packages_root
+                            .as_ref()
+                            .map(|r| npm_install_dir(r, name, request))
+                            .unwrap_or_default();
+                        self.describe_package(&install, pkg_dir, live)
+                    }
                     None => {
                         let mut s = Pending {
                             contents_unknown: true,
@@ -366,7 +385,10 @@ impl Scanner {
         }
     }
 
-    /// Reads `entry` and the relative imports it reaches inside `root`.
+    /// Reads `entry` and every local file it imports (relative, absolute or `file:` specifiers,
+    /// resolved as the backend's runtime resolves them, from real paths), wherever they are:
+    /// each file read goes into the manifest with the digest of the bytes its facts came from.
+    /// Files outside `root` are shown as such.
     fn describe_files(
         &mut self,
         _kind: SourceKind,
@@ -375,20 +397,21 @@ impl Scanner {
         live: &mut HashSet<PathBuf>,
     ) -> Pending {
         let mut p = Pending::default();
-        let mut queue = vec![entry.to_path_buf()];
-        let mut seen = HashSet::new();
-        let mut parts: Vec<(String, String)> = Vec::new();
         let root_canon = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        // The runtime runs a symlinked file from its real path, and resolves its imports there.
+        let entry = std::fs::canonicalize(entry).unwrap_or_else(|_| entry.to_path_buf());
+        let mut queue = vec![entry.clone()];
+        let mut seen = HashSet::new();
         while let Some(file) = queue.pop() {
-            let canon = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
-            if !seen.insert(canon.clone()) {
+            if !seen.insert(file.clone()) {
                 continue;
             }
             if seen.len() > MAX_FILES_PER_SOURCE {
+                p.analysis_incomplete = true;
                 p.diagnostics.push(Diagnostic::new(
                     "unsupported",
-                    format!("more than {MAX_FILES_PER_SOURCE} local files are imported; the summary covers the first ones"),
-                    "approve with care, or split the plugin",
+                    format!("more than {MAX_FILES_PER_SOURCE} local files are imported; the summary covers the first ones and the others will not load"),
+                    "split the plugin, or make it a package",
                 ));
                 break;
             }
@@ -419,8 +442,11 @@ impl Scanner {
                 }
             };
             live.insert(file.clone());
-            parts.push((file.display().to_string(), cached.digest.clone()));
+            p.manifest.insert(file.clone(), cached.digest.clone());
             p.files.push(file.clone());
+            if !file.starts_with(&root_canon) {
+                p.outside.insert(file.display().to_string());
+            }
             let Some(facts) = &cached.facts else {
                 p.analysis_incomplete = true;
                 p.diagnostics.push(
@@ -458,41 +484,40 @@ impl Scanner {
                 p.non_tool_exports = facts.non_tool_exports.clone();
             }
             p.merge(facts);
-            for spec in facts.all_specifiers() {
-                if spec.starts_with("./") || spec.starts_with("../") {
-                    match resolve_relative(&file, spec) {
-                        Some(target) => {
-                            let canon_t =
-                                std::fs::canonicalize(&target).unwrap_or_else(|_| target.clone());
-                            if canon_t.starts_with(&root_canon) {
-                                queue.push(target);
-                            } else {
-                                p.diagnostics.push(Diagnostic::new(
-                                    "unsupported",
-                                    format!("{} imports {spec}, outside its folder {}; that file is not part of the summary", file.display(), root.display()),
-                                    "keep a plugin's files inside its folder",
-                                ).at(&file));
-                            }
-                        }
-                        None => p.diagnostics.push(
-                            Diagnostic::new(
-                                "plugin-failed",
-                                format!("{} imports {spec}, which does not exist", file.display()),
-                                "fix the import path",
-                            )
-                            .at(&file),
-                        ),
-                    }
+            let imports = facts
+                .static_imports
+                .iter()
+                .chain(facts.dynamic_imports.iter())
+                .map(|s| (s, ImportKind::Import));
+            let requires = facts.requires.iter().map(|s| (s, ImportKind::Require));
+            for (spec, how) in imports.chain(requires) {
+                if !is_local_specifier(spec) {
+                    continue;
+                }
+                match resolve_local(self.runtime, &file, spec, how) {
+                    Some(target) => queue.push(target),
+                    None => p.diagnostics.push(
+                        Diagnostic::new(
+                            "plugin-failed",
+                            format!("{} imports {spec}, which does not exist", file.display()),
+                            "fix the import path",
+                        )
+                        .at(&file),
+                    ),
                 }
             }
         }
-        p.digest = sha256_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_bytes())));
         p
     }
 
     /// Describes a prepared npm package: its entry and relative imports, its package.json
     /// (install scripts, `engines.opencode`), and whether OpenCode would load it at all.
-    fn describe_package(&mut self, pkg_dir: &Path, live: &mut HashSet<PathBuf>) -> Pending {
+    fn describe_package(
+        &mut self,
+        install: &Path,
+        pkg_dir: &Path,
+        live: &mut HashSet<PathBuf>,
+    ) -> Pending {
         let mut p = match npm_entry(pkg_dir) {
             Ok(entry) => self.describe_files(SourceKind::NpmPlugin, &entry, pkg_dir, live),
             Err(why) => {
@@ -512,6 +537,15 @@ impl Scanner {
                 p
             }
         };
+        // Everything the install holds is part of what runs: its file list (written when Berth
+        // prepared it) is in the digest, and the host's loader checks each file against it.
+        match crate::prepared::list_digest(install) {
+            Some(d) => {
+                let real = std::fs::canonicalize(install).unwrap_or_else(|_| install.to_path_buf());
+                p.trees.insert(real, d);
+            }
+            None => p.contents_unknown = true,
+        }
         if let Some(pkg) = read_package_json(pkg_dir) {
             apply_package_json(&mut p, &pkg, pkg_dir);
             if let Some(range) = p.engines_opencode.clone() {
@@ -552,7 +586,7 @@ impl Scanner {
         let read_at = SystemTime::now();
         let too_large = meta.len() > MAX_ANALYZED_BYTES;
         let (digest, facts) = if too_large {
-            (stream_digest(path)?, None)
+            (file_digest(path)?, None)
         } else {
             let bytes = std::fs::read(path)?;
             let digest = sha256_hex(&bytes);
@@ -573,7 +607,8 @@ impl Scanner {
     }
 }
 
-fn stream_digest(path: &Path) -> std::io::Result<String> {
+/// `sha256:` of a file's bytes, read in chunks.
+pub fn file_digest(path: &Path) -> std::io::Result<String> {
     use sha2::{Digest, Sha256};
     let mut f = std::fs::File::open(path)?;
     let mut h = Sha256::new();
@@ -601,6 +636,12 @@ struct Pending {
     blocked: Option<SourceState>,
     install_scripts: BTreeSet<String>,
     engines_opencode: Option<String>,
+    /// Every file read, by real path, with its digest.
+    manifest: BTreeMap<PathBuf, String>,
+    /// Prepared installs the source loads from (install folder → file-list digest).
+    trees: BTreeMap<PathBuf, String>,
+    outside: BTreeSet<String>,
+    dependencies: BTreeSet<String>,
     digest: String,
     capabilities: Capabilities,
     diagnostics: Vec<Diagnostic>,
@@ -666,6 +707,8 @@ fn finish(
     }
     caps.install_scripts = p.install_scripts;
     caps.engines_opencode = p.engines_opencode;
+    caps.outside_files = p.outside;
+    caps.dependencies = p.dependencies;
     caps.contents_unknown |= p.contents_unknown;
     caps.analysis_incomplete |= p.analysis_incomplete;
     if kind == SourceKind::StandaloneTool {
@@ -680,6 +723,13 @@ fn finish(
     caps.describe();
     let canonical = std::fs::canonicalize(location).unwrap_or_else(|_| location.to_path_buf());
     let id = source_id(kind, scope, &canonical);
+    // The bytes: every file read and every prepared install (an unprepared npm spec keeps the
+    // digest of its spec).
+    let digest = if p.manifest.is_empty() && p.trees.is_empty() {
+        p.digest
+    } else {
+        manifest_digest(&p.manifest, &p.trees)
+    };
     let capability_digest = caps.digest();
     Source {
         id,
@@ -692,11 +742,30 @@ fn finish(
         npm: None,
         order,
         state: SourceState::PendingApproval,
-        digest: p.digest,
+        digest,
         capability_digest,
         capabilities: caps,
+        manifest: crate::source::Manifest {
+            files: p.manifest,
+            trees: p.trees,
+        },
         diagnostics: p.diagnostics,
     }
+}
+
+/// The digest of a manifest (path and content digest of each file, then each prepared
+/// install's folder and file-list digest, in path order).
+fn manifest_digest(files: &BTreeMap<PathBuf, String>, trees: &BTreeMap<PathBuf, String>) -> String {
+    let parts: Vec<(String, &String)> = files
+        .iter()
+        .map(|(p, d)| (p.display().to_string(), d))
+        .chain(
+            trees
+                .iter()
+                .map(|(p, d)| (format!("tree:{}", p.display()), d)),
+        )
+        .collect();
+    sha256_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_bytes())))
 }
 
 /// OpenCode's names for a tool file's exports: `<file>` for `default`, `<file>_<export>`
@@ -819,31 +888,6 @@ fn is_node_builtin(s: &str) -> bool {
     BUILTINS.contains(&s)
 }
 
-fn resolve_relative(from: &Path, spec: &str) -> Option<PathBuf> {
-    let base = from.parent()?.join(spec);
-    let base = crate::spec::normalize(&base);
-    if base.is_file() {
-        return Some(base);
-    }
-    // TypeScript sources often import `./x.js` meaning `./x.ts`.
-    if let Some(stem) = spec.strip_suffix(".js") {
-        let ts = crate::spec::normalize(&from.parent()?.join(format!("{stem}.ts")));
-        if ts.is_file() {
-            return Some(ts);
-        }
-    }
-    for ext in RESOLVE_EXTS {
-        let candidate = PathBuf::from(format!("{}.{ext}", base.display()));
-        if candidate.is_file() {
-            return Some(candidate);
-        }
-    }
-    INDEX_FILES
-        .iter()
-        .map(|i| base.join(i))
-        .find(|c| c.is_file())
-}
-
 /// The entry OpenCode would import for a path spec (spec §2.2, §2.4): a directory with a
 /// package.json uses `exports["./server"]` then `main`, then `index.*`; a file next to a
 /// package.json with `main`/`exports["./server"]` is redirected there. Returns (entry, the
@@ -869,7 +913,7 @@ fn resolve_file_entry(path: &Path) -> (Option<PathBuf>, PathBuf, Vec<Diagnostic>
     if let Some(pkg) = read_package_json(&root) {
         if let Some(target) = server_entry(&pkg) {
             let entry = crate::spec::normalize(&root.join(&target));
-            if !entry.starts_with(&root) {
+            if !stays_inside(&entry, &root) {
                 diags.push(Diagnostic::new(
                     "plugin-failed",
                     format!("the entry {target} of {} points outside its package", root.display()),
@@ -904,6 +948,13 @@ fn resolve_file_entry(path: &Path) -> (Option<PathBuf>, PathBuf, Vec<Diagnostic>
             (None, root, diags)
         }
     }
+}
+
+/// Whether `path` is inside `root` once symlinks are followed (a link inside the folder that
+/// points out of it is outside); lexically for a path that does not exist.
+pub fn stays_inside(path: &Path, root: &Path) -> bool {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| crate::spec::normalize(p));
+    real(path).starts_with(real(root))
 }
 
 fn read_package_json(dir: &Path) -> Option<Value> {
@@ -943,13 +994,46 @@ fn apply_package_json(p: &mut Pending, pkg: &Value, root: &Path) {
         .and_then(|e| e.get("opencode"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    let mut parts = vec![("digest".to_string(), p.digest.clone())];
+    record_package_files(p, root);
+}
+
+/// `package.json` and `package-lock.json` of `dir` go into the manifest: they decide what
+/// resolves and what gets installed.
+fn record_package_files(p: &mut Pending, dir: &Path) {
     for f in ["package.json", "package-lock.json"] {
-        if let Ok(bytes) = std::fs::read(root.join(f)) {
-            parts.push((f.to_string(), sha256_hex(&bytes)));
+        let path = dir.join(f);
+        if let Ok(bytes) = std::fs::read(&path) {
+            let real = std::fs::canonicalize(&path).unwrap_or(path);
+            p.manifest.insert(real, sha256_hex(&bytes));
         }
     }
-    p.digest = sha256_parts(parts.iter().map(|(a, b)| (a.as_str(), b.as_bytes())));
+}
+
+/// The OpenCode config folder a standalone tool or plugin file belongs to
+/// (`<dir>/{tool,tools,plugin,plugins}/<file>`), if it is in one: its own `package.json`
+/// dependencies are prepared for the file (D-001).
+pub fn config_dir_of(entry: &Path) -> Option<PathBuf> {
+    let folder = entry.parent()?;
+    let name = folder.file_name()?.to_str()?;
+    matches!(name, "tool" | "tools" | "plugin" | "plugins")
+        .then(|| folder.parent().map(Path::to_path_buf))?
+}
+
+/// What a config folder's own `package.json` adds to the sources in it: the dependencies it
+/// lists (`name@spec`, which Berth prepares for them) and the manifest and lockfile bytes.
+fn apply_config_dir(p: &mut Pending, config_dir: &Path) {
+    let Some(pkg) = read_package_json(config_dir) else {
+        return;
+    };
+    for key in ["dependencies", "optionalDependencies"] {
+        if let Some(deps) = pkg.get(key).and_then(Value::as_object) {
+            for (name, spec) in deps {
+                let spec = spec.as_str().unwrap_or("(not a string)");
+                p.dependencies.insert(format!("{name}@{spec}"));
+            }
+        }
+    }
+    record_package_files(p, config_dir);
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The discovery result: sources, what each one could do, and diagnostics. These types are
 //! serialised into `berth sources --json` (schema in `docs/cli/sources.schema.json`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -106,6 +106,13 @@ pub struct Capabilities {
     /// `engines.opencode` of the plugin's package.json.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engines_opencode: Option<String>,
+    /// Files it runs that lie outside its own folder (relative or absolute imports): part of
+    /// what is approved and checked like the rest, and shown because a person would not expect
+    /// them.
+    pub outside_files: BTreeSet<String>,
+    /// The dependencies its config folder's `package.json` lists (`name@spec`), which Berth
+    /// prepares for it: a changed spec (another `file:` target, an `npm:` alias) is new code.
+    pub dependencies: BTreeSet<String>,
     /// True when the bytes are not on disk yet (npm packages before preparation).
     pub contents_unknown: bool,
     /// True when the bytes are there but could not be fully read (a syntax error, too large).
@@ -158,6 +165,18 @@ impl Capabilities {
         if !self.packages.is_empty() {
             s.push(format!("Loads packages: {}", join(&self.packages)));
         }
+        if !self.dependencies.is_empty() {
+            s.push(format!(
+                "Its folder's package.json installs: {}",
+                join(&self.dependencies)
+            ));
+        }
+        if !self.outside_files.is_empty() {
+            s.push(format!(
+                "Runs files outside its folder: {}",
+                join(&self.outside_files)
+            ));
+        }
         if self.loads_computed_modules {
             s.push("Loads modules whose names are computed at run time".to_string());
         }
@@ -193,6 +212,8 @@ impl Capabilities {
             "environment": self.environment,
             "install_scripts": self.install_scripts,
             "tools": self.tools,
+            "outside": self.outside_files,
+            "dependencies": self.dependencies,
             "unknown": self.contents_unknown,
             "incomplete": self.analysis_incomplete,
         });
@@ -217,6 +238,17 @@ pub struct Resolved {
     pub integrity: Option<String>,
     /// How many packages the install holds (the plugin and its dependencies).
     pub packages: usize,
+}
+
+/// What a source will execute, by real path: every file the scan read (entry and the local
+/// files it imports) with the digest of exactly the bytes that were read and judged, and the
+/// prepared installs it loads packages from (install folder → digest of its file list, see
+/// [`crate::prepared`]). The approval records it; the plugin host's loader runs a file only
+/// if its bytes match it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Manifest {
+    pub files: BTreeMap<PathBuf, String>,
+    pub trees: BTreeMap<PathBuf, String>,
 }
 
 /// One plugin, tool file or MCP server OpenCode would use, described without running it.
@@ -248,5 +280,7 @@ pub struct Source {
     /// `sha256:` of the capability summary.
     pub capability_digest: String,
     pub capabilities: Capabilities,
+    /// Every file it will execute with its digest (what `digest` sums up).
+    pub manifest: Manifest,
     pub diagnostics: Vec<Diagnostic>,
 }

@@ -473,6 +473,7 @@ impl Berth {
     /// A scan that reads the bytes as they are now (no cache), including prepared packages.
     pub(crate) fn fresh_scan(&self) -> berth_discovery::Discovery {
         Scanner::with_packages(self.options().packages_dir())
+            .resolving_for(approval::backend_for(&self.runtimes()).resolve_rules())
             .scan(&self.options().env, &self.options().project)
     }
 
@@ -492,6 +493,7 @@ impl Berth {
             BerthError::new(e.code, "activation", e.message, "retry").for_plugin(source.id.clone())
         })?;
         let body = serde_json::json!({
+            "manifest": self.load_manifest(source).await?,
             "serverUrl": server_url,
             "serverToken": server_token,
             "path": source.capabilities.files.first().map(|p| p.display().to_string()).unwrap_or_else(|| source.entry.clone()),
@@ -523,6 +525,40 @@ impl Berth {
             .collect();
         let auth = v["auth"].as_array().cloned().unwrap_or_default();
         Ok((tools, hooks, auth))
+    }
+
+    /// What the host may run of `source` — every file of its manifest with the digest the gate
+    /// cleared — and where its bare imports resolve: the packages Berth prepared for it (an npm
+    /// plugin's install; a config folder's own dependencies), then Berth's host dependencies
+    /// (`@opencode-ai/plugin`, zod).
+    async fn load_manifest(&self, source: &berth_discovery::Source) -> Result<Value, BerthError> {
+        let sup = self.supervisor().await?;
+        let mut deps: Vec<std::path::PathBuf> = Vec::new();
+        match (&source.npm, source.kind) {
+            (Some(npm), SourceKind::NpmPlugin) => deps.push(berth_discovery::npm_install_dir(
+                &self.options().packages_dir(),
+                &npm.name,
+                &npm.request,
+            )),
+            _ => {
+                if let Some(dir) =
+                    berth_discovery::config_dir_of(std::path::Path::new(&source.entry))
+                {
+                    let prepared = crate::deps::config_deps_dir(&self.options().data_dir, &dir);
+                    if prepared.join("node_modules").is_dir() {
+                        deps.push(prepared);
+                    }
+                }
+            }
+        }
+        deps.push(sup.layout().deps_dir.clone());
+        let files: serde_json::Map<String, Value> = source
+            .manifest
+            .files
+            .iter()
+            .map(|(p, d)| (p.display().to_string(), Value::String(d.clone())))
+            .collect();
+        Ok(serde_json::json!({ "files": files, "deps": deps }))
     }
 
     /// Runs one hook chain as OpenCode would (active plugins in load order, one shared output)
@@ -621,7 +657,19 @@ impl Berth {
         // New bytes under an unchanged approval must load as new code: the module URL carries
         // a short content digest (the ESM cache keys on the URL).
         let version = source.digest.get(7..19).unwrap_or_default();
-        let body = serde_json::json!({ "path": source.entry, "stem": stem, "version": version });
+        // The real path: the runtime runs a symlinked file from there.
+        let path = source
+            .capabilities
+            .files
+            .first()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| source.entry.clone());
+        let body = serde_json::json!({
+            "path": path,
+            "stem": stem,
+            "version": version,
+            "manifest": self.load_manifest(source).await?,
+        });
         let v = load_call(
             host,
             source,

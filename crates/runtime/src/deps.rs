@@ -148,6 +148,20 @@ fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Hashes every file of an npm plugin install's `node_modules` into its file list
+/// (`.berth-files.json`, `berth_discovery::prepared`): the list's digest is part of the
+/// source's digest, so what the person approves after preparation is these exact bytes (and a
+/// re-preparation that fetched other bytes is asked again).
+fn write_file_list(install: &Path) -> Result<(), String> {
+    let list = berth_discovery::prepared::compute(install)
+        .map_err(|e| format!("cannot hash the prepared files: {e}"))?;
+    std::fs::write(
+        install.join(berth_discovery::prepared::FILES_LIST),
+        berth_discovery::prepared::to_bytes(&list),
+    )
+    .map_err(|e| format!("cannot write the file list: {e}"))
+}
+
 /// An exclusive advisory lock held until dropped.
 struct FileLock<'f>(&'f std::fs::File);
 
@@ -199,6 +213,10 @@ pub fn prepare_npm_plugin(
         .map_err(|e| failed(format!("cannot create the install lock: {e}")))?;
     let _guard = FileLock::acquire(&lock_file);
     if pkg.join("package.json").is_file() {
+        // Prepared by a Berth that kept no file list: the bytes are hashed now, as they are.
+        if berth_discovery::prepared::list_digest(&dir).is_none() {
+            write_file_list(&dir).map_err(failed)?;
+        }
         return Ok(pkg);
     }
     if !dir.join("package.json").exists() {
@@ -244,6 +262,7 @@ pub fn prepare_npm_plugin(
             pkg.display()
         )));
     }
+    write_file_list(&dir).map_err(failed)?;
     tracing::info!(%spec, path = %pkg.display(), "npm plugin prepared");
     Ok(pkg)
 }
@@ -257,14 +276,7 @@ pub fn config_deps_dir(data_dir: &Path, config_dir: &Path) -> PathBuf {
     data_dir.join("config-deps").join(&hex[..16])
 }
 
-/// The OpenCode config dir a standalone tool or plugin file belongs to
-/// (`<dir>/{tool,tools,plugin,plugins}/<file>`), if it is in one.
-pub fn config_dir_of(entry: &Path) -> Option<PathBuf> {
-    let folder = entry.parent()?;
-    let name = folder.file_name()?.to_str()?;
-    matches!(name, "tool" | "tools" | "plugin" | "plugins")
-        .then(|| folder.parent().map(Path::to_path_buf))?
-}
+pub use berth_discovery::config_dir_of;
 
 /// Prepares the dependencies a config dir's own `package.json` lists (OpenCode installs them
 /// into the folder itself; Berth into its data dir, D-001): npm with install scripts off, the

@@ -128,12 +128,15 @@ impl Berth {
             );
         }
         let runtimes = runtimes::probe_all();
+        let resolve_as = approval::backend_for(&runtimes).resolve_rules();
         let (events, _) = broadcast::channel(64);
         let berth = Berth {
             inner: Arc::new(Inner {
                 store: Mutex::new(opened.store),
                 store_info,
-                scanner: Mutex::new(Scanner::with_packages(options.packages_dir())),
+                scanner: Mutex::new(
+                    Scanner::with_packages(options.packages_dir()).resolving_for(resolve_as),
+                ),
                 runtimes,
                 domain: approval::execution_domain(),
                 current: RwLock::new(Arc::new(placeholder(&options))),
@@ -199,17 +202,19 @@ impl Berth {
             .supervisor
             .get_or_try_init(|| async {
                 let data_dir = self.inner.options.data_dir.clone();
+                let packages = self.inner.options.packages_dir();
                 // Preparing dependencies may download: off the async workers.
-                let layout = tokio::task::spawn_blocking(move || HostLayout::locate(&data_dir))
-                    .await
-                    .map_err(|e| {
-                        BerthError::new(
-                            code::TEMPORARILY_UNAVAILABLE,
-                            "host",
-                            e.to_string(),
-                            "retry",
-                        )
-                    })??;
+                let layout =
+                    tokio::task::spawn_blocking(move || HostLayout::locate(&data_dir, &packages))
+                        .await
+                        .map_err(|e| {
+                            BerthError::new(
+                                code::TEMPORARILY_UNAVAILABLE,
+                                "host",
+                                e.to_string(),
+                                "retry",
+                            )
+                        })??;
                 Ok(Arc::new(HostSupervisor::with_upcalls(
                     layout,
                     self.inner.runtimes.clone(),

@@ -16,6 +16,14 @@ pub enum RuntimeKind {
 }
 
 impl RuntimeKind {
+    /// Whose module resolution the scan follows for sources that run on this backend.
+    pub fn resolve_rules(self) -> berth_discovery::Runtime {
+        match self {
+            RuntimeKind::Bun => berth_discovery::Runtime::Bun,
+            RuntimeKind::Node => berth_discovery::Runtime::Node,
+        }
+    }
+
     fn binary(self) -> &'static str {
         match self {
             RuntimeKind::Bun => "bun",

@@ -129,6 +129,21 @@ pub fn check_private(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Makes `dir` (created if missing) a private folder of this user — mode 0700 — and returns its
+/// real path. Err when it belongs to someone else or cannot be narrowed.
+pub fn private_folder(dir: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let real =
+        std::fs::canonicalize(dir).map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+    let meta = std::fs::metadata(&real).map_err(|e| e.to_string())?;
+    if meta.uid() == own_uid() && meta.mode() & 0o077 != 0 {
+        let _ = std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700));
+    }
+    check_private(&real)?;
+    Ok(real)
+}
+
 /// The connection comes from this user and from the process `pid` (the host the supervisor
 /// spawned; a host never hands its connection to a child).
 pub fn check_peer(stream: &tokio::net::UnixStream, pid: u32) -> Result<(), String> {

@@ -64,13 +64,21 @@ pub struct HostLayout {
     /// Folders the private socket directory may be made in, best first
     /// (`channel::socket_bases`).
     pub socket_bases: Vec<PathBuf>,
+    /// Berth's own folders, by real path, whose files load as they are: the host's
+    /// dependencies, prepared npm plugin installs and config folders' prepared dependencies.
+    /// Each is private to this user (its file lists were hashed when Berth prepared it); every
+    /// file outside them passes the host's load gate.
+    pub trusted: Vec<PathBuf>,
 }
 
 impl HostLayout {
     /// The host code (`BERTH_HOST_DIR`, else `host/` found above the running executable), and
     /// its dependencies prepared in the data dir (`BERTH_HOST_DEPS` overrides; a set-up copy in
     /// `.tools/host-deps` is linked in rather than downloaded).
-    pub fn locate(data_dir: &std::path::Path) -> Result<HostLayout, BerthError> {
+    pub fn locate(
+        data_dir: &std::path::Path,
+        packages_dir: &std::path::Path,
+    ) -> Result<HostLayout, BerthError> {
         let env_path = |k: &str| {
             std::env::var_os(k)
                 .filter(|v| !v.is_empty())
@@ -107,10 +115,27 @@ impl HostLayout {
                 crate::deps::prepare_host_deps(data_dir, seed.as_deref())?
             }
         };
+        let trusted = [
+            deps_dir.clone(),
+            packages_dir.to_path_buf(),
+            data_dir.join("config-deps"),
+        ]
+        .iter()
+        .map(|d| channel::private_folder(d))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|why| {
+            BerthError::new(
+                code::ACTION_REQUIRED,
+                "host",
+                format!("a folder Berth runs prepared code from is not private: {why}"),
+                "make it a folder only you can write (chmod 700), or point Berth elsewhere",
+            )
+        })?;
         Ok(HostLayout {
             script,
             deps_dir,
             socket_bases: channel::socket_bases(data_dir),
+            trusted,
         })
     }
 }
@@ -779,6 +804,11 @@ impl HostSupervisor {
         }
     }
 
+    /// Where the host code and its dependencies are.
+    pub fn layout(&self) -> &HostLayout {
+        &self.layout
+    }
+
     /// Manual resume of a paused backend: its crash history is forgotten, so the next call
     /// starts a fresh host. Returns whether it was paused.
     pub fn resume(&self, backend: RuntimeKind) -> bool {
@@ -996,6 +1026,8 @@ impl HostSupervisor {
                 "generation": generation,
                 "welcome": welcome_secret,
                 "secret": secret,
+                "hostDeps": self.layout.deps_dir,
+                "trusted": self.layout.trusted,
             });
             // Small enough for the pipe buffer; dropping `stdin` closes it (the host reads to EOF).
             let _ = stdin.write_all(format!("{handshake}\n").as_bytes()).await;

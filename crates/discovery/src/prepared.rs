@@ -1,0 +1,94 @@
+//! The file list of a prepared install (`<install>/.berth-files.json`): every file under its
+//! `node_modules` with the digest of its bytes, written once when Berth prepares the install
+//! (in its own data dir, install scripts off). A source that loads packages from the install
+//! carries the list's digest, and the plugin host's loader checks each file it loads against
+//! the list: a byte changed since preparation, or a file the list does not name, never runs.
+//!
+//! Owns: the list's format, computing it, and reading its digest. Must not: write anything
+//! (the runtime's `deps` writes the list it computes here), or follow symlinks out of the tree.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The list's file name, beside the install's `node_modules`.
+pub const FILES_LIST: &str = ".berth-files.json";
+
+/// Files under `node_modules` by path relative to the install folder (`/`-separated), each
+/// with its `sha256:` digest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileList {
+    pub v: u32,
+    pub files: BTreeMap<String, String>,
+}
+
+/// Hashes every regular file under `<install>/node_modules` (symlinks are not followed: what
+/// they point to inside the tree is listed as itself). Fails on the first unreadable file.
+pub fn compute(install: &Path) -> std::io::Result<FileList> {
+    let mut files = BTreeMap::new();
+    let mut stack: Vec<PathBuf> = vec![install.join("node_modules")];
+    while let Some(dir) = stack.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for e in entries {
+            let e = e?;
+            let ft = e.file_type()?;
+            let path = e.path();
+            if ft.is_dir() {
+                stack.push(path);
+            } else if ft.is_file() {
+                let rel = path
+                    .strip_prefix(install)
+                    .map_err(std::io::Error::other)?
+                    .to_string_lossy()
+                    .into_owned();
+                files.insert(rel, crate::scan::file_digest(&path)?);
+            }
+        }
+    }
+    Ok(FileList { v: 1, files })
+}
+
+/// The digest of `<install>/.berth-files.json` as it is on disk, if there is one.
+pub fn list_digest(install: &Path) -> Option<String> {
+    std::fs::read(install.join(FILES_LIST))
+        .ok()
+        .map(|b| crate::sha256_hex(&b))
+}
+
+/// The list's bytes as they are written (stable: sorted keys, one line).
+pub fn to_bytes(list: &FileList) -> Vec<u8> {
+    serde_json::to_vec(list).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_names_every_file_of_the_tree_and_only_those() {
+        let dir = tempfile::tempdir().unwrap();
+        let pkg = dir.path().join("node_modules/a");
+        std::fs::create_dir_all(pkg.join("lib")).unwrap();
+        std::fs::write(pkg.join("index.js"), "x").unwrap();
+        std::fs::write(pkg.join("lib/b.js"), "y").unwrap();
+        std::fs::write(dir.path().join("outside.js"), "z").unwrap();
+        std::os::unix::fs::symlink("../a/index.js", dir.path().join("node_modules/link.js"))
+            .unwrap();
+        let list = compute(dir.path()).unwrap();
+        let names: Vec<&str> = list.files.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            ["node_modules/a/index.js", "node_modules/a/lib/b.js"]
+        );
+        assert_eq!(
+            list.files["node_modules/a/index.js"],
+            crate::sha256_hex(b"x")
+        );
+    }
+}

@@ -1,0 +1,122 @@
+// The load gate of a plugin host: what the approved manifests of the sources loaded here allow
+// to run, and the check every module load outside Berth's own prepared folders passes. A file
+// is read once, hashed, and its bytes are handed to the runtime only if they are exactly the
+// bytes the person approved; a file no manifest lists, or whose bytes differ, never runs.
+//
+// Owns: the admitted manifests (file → digest, file → the folders its bare imports resolve
+// from), the trusted roots (Berth's own prepared installs and host code, in its private data
+// dir), and `readApproved`. Must not: decide what is approved (the supervisor sends the
+// manifests it cleared), or resolve anything itself.
+import { createHash } from "node:crypto"
+import { readFileSync } from "node:fs"
+
+/** Marks an error as a refusal by the gate (the supervisor reports it as `action-required`). */
+export const REFUSED = "berth-refused"
+
+export class Gate {
+  constructor(trusted = []) {
+    /** Folders whose files load as they are: Berth's own prepared installs and host code. */
+    this.trusted = trusted.map((r) => (r.endsWith("/") ? r : r + "/"))
+    /** Real path → `sha256:` digest of the approved bytes. */
+    this.files = new Map()
+    /** Real path → folders its bare imports resolve from (the source's prepared dependencies). */
+    this.deps = new Map()
+  }
+
+  /** Whether `path` lies in one of Berth's own folders. */
+  isTrusted(path) {
+    return this.trusted.some((r) => path.startsWith(r))
+  }
+
+  /**
+   * Admits one source's manifest `{files: {path: digest}, deps: [folder…]}`. A file already
+   * admitted with other bytes is a conflict: this host may hold the old module (the
+   * supervisor starts a fresh host instead).
+   */
+  admit(manifest) {
+    const files = Object.entries(manifest?.files ?? {})
+    for (const [path, digest] of files) {
+      const known = this.files.get(path)
+      if (known !== undefined && known !== digest) throw refusal(`${path} changed since this host loaded it (approved ${short(known)}, now ${short(digest)})`)
+    }
+    for (const [path, digest] of files) {
+      this.files.set(path, digest)
+      if (Array.isArray(manifest.deps)) this.deps.set(path, manifest.deps)
+    }
+  }
+
+  /** The whole state, to hand to another thread (Node's module hooks). */
+  snapshot() {
+    return { trusted: this.trusted, files: [...this.files], deps: [...this.deps] }
+  }
+
+  static from(snap) {
+    const g = new Gate()
+    g.trusted = snap.trusted
+    g.files = new Map(snap.files)
+    g.deps = new Map(snap.deps)
+    return g
+  }
+
+  /** Folders a bare import in `importer` resolves from, in order (none: the runtime's own rules). */
+  depsOf(importer) {
+    return this.deps.get(importer) ?? []
+  }
+
+  /**
+   * The bytes of `path`, read once, if they are the approved ones; otherwise a refusal naming
+   * the file. Paths in trusted folders are not asked for (the caller loads them natively).
+   */
+  readApproved(path) {
+    const want = this.files.get(path)
+    if (want === undefined) throw refusal(`${path} is not part of what was approved: Berth never showed it to you, so it does not run (a file that a source loads must be found by the scan; packages load only from what Berth prepared)`)
+    const bytes = readFileSync(path)
+    const got = "sha256:" + createHash("sha256").update(bytes).digest("hex")
+    if (got !== want) throw refusal(`${path} changed since it was approved (approved ${short(want)}, now ${short(got)}); nothing of the new bytes ran`)
+    return bytes
+  }
+}
+
+function short(d) {
+  return String(d).replace(/^sha256:/, "").slice(0, 12)
+}
+
+function refusal(message) {
+  const e = new Error(`${REFUSED}: ${message}`)
+  e.berthCode = "action-required"
+  return e
+}
+
+/** Whether an error (or anything thrown through a runtime's loader) is a gate refusal. */
+export function isRefusal(e) {
+  return e?.berthCode === "action-required" || String(e?.message ?? e).includes(`${REFUSED}:`)
+}
+
+/** The refusal's own words (without the marker), for the person. */
+export function refusalMessage(e) {
+  const m = String(e?.message ?? e)
+  const i = m.indexOf(`${REFUSED}: `)
+  return i >= 0 ? m.slice(i + REFUSED.length + 2) : m
+}
+
+// ---- module formats the gate hands over ------------------------------------------------------
+
+/** Whether source text is an ES module by its syntax (what Bun and Node decide by, too). */
+export function looksEsm(text) {
+  return /^\s*(import\s*[\w{*"'(]|export\s|export\{)/m.test(text) || /\bimport\.meta\b/.test(text)
+}
+
+/** Whether source text uses CommonJS (and no ESM syntax). */
+export function looksCjs(text) {
+  return !looksEsm(text) && /\b(module\.exports|exports\.|exports\[|require\s*\(|__dirname|__filename)/.test(text)
+}
+
+/** A JSON file as an ES module whose default (and CommonJS `module.exports`) is the value. */
+export function jsonModule(path, text) {
+  try {
+    JSON.parse(text)
+  } catch (e) {
+    throw new SyntaxError(`${path} is not valid JSON: ${e.message}`)
+  }
+  return `const __berth_json = JSON.parse(${JSON.stringify(text)});\nexport { __berth_json as default, __berth_json as "module.exports" };\n`
+}

@@ -18,6 +18,7 @@ mod oracle_hooks;
 mod oracle_input;
 mod oracle_tools;
 mod plugins;
+mod resolve;
 mod serve;
 mod status;
 mod store;

@@ -46,25 +46,27 @@ fn approving_records_the_digests_and_survives_a_restart() {
     assert_eq!(row["digest"], p["digest"]);
 }
 
+const GLOBAL_PLUGIN: &str = "home/.config/opencode/plugins/g.ts";
+
 #[test]
-fn a_changed_string_does_not_ask_again_but_a_new_process_api_does() {
+fn in_a_global_folder_a_changed_string_does_not_ask_again_but_a_new_process_api_does() {
     let s = Sandbox::new();
-    s.write(PLUGIN, &plugin_text("const greeting = 'hello'"));
+    s.write(GLOBAL_PLUGIN, &plugin_text("const greeting = 'hello'"));
     let (code, _) = s.run_json(&["approve", "--all"]);
     assert_eq!(code, 0);
 
-    s.write(PLUGIN, &plugin_text("const greeting = 'bonjour'"));
+    s.write(GLOBAL_PLUGIN, &plugin_text("const greeting = 'bonjour'"));
     let (_, v) = s.run_json(&["sources"]);
-    let p = source(&v, "p.ts");
+    let p = source(&v, "g.ts");
     assert_eq!(p["approval"]["grew"], serde_json::json!([]));
     assert_ne!(
         p["state"], "pending-approval",
         "a literal change must not ask again"
     );
 
-    s.write(PLUGIN, &plugin_text("Bun.spawn(['true'])"));
+    s.write(GLOBAL_PLUGIN, &plugin_text("Bun.spawn(['true'])"));
     let (_, v) = s.run_json(&["sources"]);
-    let p = source(&v, "p.ts");
+    let p = source(&v, "g.ts");
     assert_eq!(p["state"], "pending-approval");
     let grew: Vec<String> = p["approval"]["grew"]
         .as_array()
@@ -76,6 +78,24 @@ fn a_changed_string_does_not_ask_again_but_a_new_process_api_does() {
         grew.iter()
             .any(|g| g.contains("starts programs") && g.contains("Bun.spawn")),
         "{grew:?}"
+    );
+}
+
+#[test]
+fn a_project_source_is_asked_again_on_any_change_naming_the_file() {
+    let s = Sandbox::new();
+    let file = s.write(PLUGIN, &plugin_text("const greeting = 'hello'"));
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    // Someone else's update (a `git pull`): even a changed string is asked again.
+    s.write(PLUGIN, &plugin_text("const greeting = 'bonjour'"));
+    let (_, v) = s.run_json(&["sources"]);
+    let p = source(&v, "p.ts");
+    assert_eq!(p["state"], "pending-approval");
+    let grew = p["approval"]["grew"].to_string();
+    let real = std::fs::canonicalize(&file).unwrap();
+    assert!(
+        grew.contains("asked again on any change") && grew.contains(&real.display().to_string()),
+        "{grew}"
     );
 }
 

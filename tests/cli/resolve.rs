@@ -94,7 +94,10 @@ fn cases() -> Vec<Case> {
                 .collect();
             let refs: Vec<&str> = files.iter().map(String::as_str).collect();
             out.push(case(&refs, "./lib/h"));
-            let index: Vec<String> = files.iter().map(|f| f.replace("lib/h.", "lib/index.")).collect();
+            let index: Vec<String> = files
+                .iter()
+                .map(|f| f.replace("lib/h.", "lib/index."))
+                .collect();
             let refs: Vec<&str> = index.iter().map(String::as_str).collect();
             out.push(case(&refs, "./lib"));
         }
@@ -158,10 +161,13 @@ fn cases() -> Vec<Case> {
     out.push(case(&["a.ts"], "@/a"));
     // Symlinks: imports resolve next to the real file (file links and folder links).
     out.push(
-        case(&["plugins/helper.js", "elsewhere/real/helper.js"], "./helper")
-            .raw("elsewhere/real/p.mjs", PROBE)
-            .link("plugins/p.mjs", "../elsewhere/real/p.mjs")
-            .probe("plugins/p.mjs"),
+        case(
+            &["plugins/helper.js", "elsewhere/real/helper.js"],
+            "./helper",
+        )
+        .raw("elsewhere/real/p.mjs", PROBE)
+        .link("plugins/p.mjs", "../elsewhere/real/p.mjs")
+        .probe("plugins/p.mjs"),
     );
     out.push(
         case(&["elsewhere/real/helper.ts"], "./helper")
@@ -209,7 +215,12 @@ fn lay_out(root: &Path, cases: &[Case]) -> Vec<(PathBuf, String)> {
 }
 
 /// What the real runtime loads for every case and kind, as markers ("none" for nothing).
-fn observe(runtime: Runtime, laid: &[(PathBuf, String)], kind: ImportKind, scratch: &Path) -> Vec<String> {
+fn observe(
+    runtime: Runtime,
+    laid: &[(PathBuf, String)],
+    kind: ImportKind,
+    scratch: &Path,
+) -> Vec<String> {
     let list: Vec<serde_json::Value> = laid
         .iter()
         .map(|(probe, spec)| {
@@ -266,7 +277,12 @@ fn differences(cases: &[Case], predicted: &[String], observed: &[String]) -> Vec
         .iter()
         .zip(predicted.iter().zip(observed))
         .filter(|(_, (p, o))| p != o)
-        .map(|(c, (p, o))| format!("{} from {} with {:?}: Berth {p}, runtime {o}", c.spec, c.probe, c.files))
+        .map(|(c, (p, o))| {
+            format!(
+                "{} from {} with {:?}: Berth {p}, runtime {o}",
+                c.spec, c.probe, c.files
+            )
+        })
         .collect()
 }
 
@@ -293,5 +309,10 @@ fn the_scan_resolves_every_local_import_as_real_bun_and_node_do() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} differences:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -244,7 +244,9 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("project/.opencode/tools/says.ts");
+    // A tool of the person's own global folder: new bytes that can do no more than before
+    // reload without asking (a project's tool would be asked again).
+    let file = dir.path().join("home/.config/opencode/tools/says.ts");
     let says = |word: &str| {
         format!(
             "import {{ tool }} from '@opencode-ai/plugin'\n\

@@ -78,7 +78,9 @@ pub fn resolve_local(
     let target = crate::spec::normalize(&target);
     let found = match (runtime, kind) {
         // Node's ESM loader takes the path as written: no extensions, no index, no folders.
-        (Runtime::Node, ImportKind::Import) => (!dir_only && target.is_file()).then(|| target.clone()),
+        (Runtime::Node, ImportKind::Import) => {
+            (!dir_only && target.is_file()).then(|| target.clone())
+        }
         (Runtime::Node, ImportKind::Require) => node_require(&target, dir_only),
         (Runtime::Bun, ImportKind::Import) => bun(&target, dir_only, BUN_IMPORT),
         (Runtime::Bun, ImportKind::Require) => bun(&target, dir_only, BUN_REQUIRE),
@@ -89,7 +91,9 @@ pub fn resolve_local(
 /// Bun's extension order for `import` (and `Bun.resolveSync`), as observed on Bun 1.3.
 const BUN_IMPORT: &[&str] = &["tsx", "jsx", "mts", "ts", "mjs", "js", "cts", "cjs", "json"];
 /// Bun's extension order for `require`, `import.meta.require` and `createRequire`.
-const BUN_REQUIRE: &[&str] = &["tsx", "ts", "jsx", "cts", "cjs", "js", "mjs", "mts", "json", "node"];
+const BUN_REQUIRE: &[&str] = &[
+    "tsx", "ts", "jsx", "cts", "cjs", "js", "mjs", "mts", "json", "node",
+];
 
 /// Bun: the path itself (its last component matched without regard to case, as Bun does on
 /// Linux), then the path plus each extension (even after an extension: `x.js.ts`), then a

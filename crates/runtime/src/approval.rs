@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use berth_discovery::{Capabilities, Source, SourceKind, SourceState};
+use berth_discovery::{Capabilities, Scope, Source, SourceKind, SourceState};
 use berth_store::{ApprovalKey, ApprovalRow, Contributions, Decision, Store};
 use serde::{Deserialize, Serialize};
 
@@ -112,8 +112,14 @@ pub fn evaluate(
         Some(r) => {
             let approved: Capabilities = capabilities_from_json(&r.shown);
             view.grew = growth(&approved, &source.capabilities);
-            if !view.grew.is_empty() || (r.digest != source.digest && !identity_verifiable(source))
-            {
+            let moved = r.digest != source.digest;
+            // A project's source came with the repository: any change of its bytes is someone
+            // else's update and is asked again. A source in the person's own global folders
+            // reloads without asking only when nothing grew (growth covers what cannot be read).
+            if moved && source.scope == Scope::Local && identity_verifiable(source) {
+                view.grew.push(changed_files(&r.shown, source));
+            }
+            if !view.grew.is_empty() || (moved && !identity_verifiable(source)) {
                 SourceState::PendingApproval
             } else {
                 let extra = observed
@@ -129,6 +135,44 @@ pub fn evaluate(
         }
     };
     (state, view)
+}
+
+/// What changed in a project source since its approval, in plain words: the files whose
+/// bytes differ, appeared or went (from the manifest the approval recorded).
+fn changed_files(shown: &serde_json::Value, source: &Source) -> String {
+    let before: std::collections::BTreeMap<String, String> = shown
+        .pointer("/manifest/files")
+        .and_then(|m| serde_json::from_value(m.clone()).ok())
+        .unwrap_or_default();
+    let now: std::collections::BTreeMap<String, String> = source
+        .manifest
+        .files
+        .iter()
+        .map(|(p, d)| (p.display().to_string(), d.clone()))
+        .collect();
+    let mut parts: Vec<String> = Vec::new();
+    for (path, digest) in &now {
+        match before.get(path) {
+            None => parts.push(format!("{path} (new)")),
+            Some(d) if d != digest => parts.push(path.clone()),
+            _ => {}
+        }
+    }
+    parts.extend(
+        before
+            .keys()
+            .filter(|p| !now.contains_key(*p))
+            .map(|p| format!("{p} (gone)")),
+    );
+    if parts.is_empty() {
+        "its code changed since you approved it (a project's plugins are asked again on any change)"
+            .into()
+    } else {
+        format!(
+            "its code changed since you approved it (a project's plugins are asked again on any change): {}",
+            parts.join(", ")
+        )
+    }
 }
 
 /// Local files are verified by their path and bytes; npm specs only once prepared.
@@ -160,6 +204,8 @@ fn capabilities_from_json(v: &serde_json::Value) -> Capabilities {
         filesystem: set("filesystem"),
         environment: set("environment"),
         install_scripts: set("install_scripts"),
+        outside_files: set("outside_files"),
+        dependencies: set("dependencies"),
         loads_computed_modules: v
             .get("loads_computed_modules")
             .and_then(|b| b.as_bool())
@@ -209,6 +255,16 @@ pub fn growth(approved: &Capabilities, now: &Capabilities) -> Vec<String> {
         "install scripts",
         &approved.install_scripts,
         &now.install_scripts,
+    );
+    diff(
+        "runs files outside its folder",
+        &approved.outside_files,
+        &now.outside_files,
+    );
+    diff(
+        "its folder's package.json installs",
+        &approved.dependencies,
+        &now.dependencies,
     );
     let tools_a: BTreeSet<String> = approved.tools.iter().cloned().collect();
     let tools_b: BTreeSet<String> = now.tools.iter().cloned().collect();

@@ -340,6 +340,8 @@ impl Berth {
             if already {
                 continue;
             }
+            #[cfg(debug_assertions)]
+            pause_before_load(&source.entry).await;
             let loading = if source.kind != SourceKind::StandaloneTool {
                 self.load_plugin(&host, source, backend).await
             } else {
@@ -868,6 +870,32 @@ impl Berth {
     }
 }
 
+/// Test builds only (compiled out of release builds): between the gate and the load, waits for
+/// the test named by `BERTH_TEST_PAUSE_BEFORE_LOAD` — a folder with two FIFOs: the entry is
+/// written to `paused`, then `resume` is read — so that a file can be swapped in exactly that
+/// window, deterministically.
+#[cfg(debug_assertions)]
+async fn pause_before_load(entry: &str) {
+    let Some(dir) = std::env::var_os("BERTH_TEST_PAUSE_BEFORE_LOAD") else {
+        return;
+    };
+    let (dir, entry) = (std::path::PathBuf::from(dir), entry.to_string());
+    let _ = tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("paused"))
+        {
+            let _ = writeln!(f, "{entry}");
+        }
+        let mut go = String::new();
+        if let Ok(mut f) = std::fs::File::open(dir.join("resume")) {
+            let _ = f.read_to_string(&mut go);
+        }
+    })
+    .await;
+}
+
 /// Sends one load request; a failure names the file and keeps the lost/unsupported codes.
 async fn load_call(
     host: &crate::host::Host,
@@ -883,6 +911,15 @@ async fn load_call(
         ..CallOptions::default()
     };
     host.call(&source.id, kind, body, opts).await.map_err(|e| {
+        // The host's gate refused a file: it is not what was approved. Nothing of it ran.
+        if e.code == code::ACTION_REQUIRED {
+            return BerthError::new(
+                code::ACTION_REQUIRED,
+                "activation",
+                format!("{} was not loaded: {}", source.entry, e.message),
+                "look at the source again (berth sources or the status page) and approve what it is now",
+            );
+        }
         let code = if e.code == lost_code || e.code == code::UNSUPPORTED {
             e.code
         } else {

@@ -556,6 +556,8 @@ impl Berth {
             for s in &chosen {
                 let key = approval::key_for(s, &self.inner.domain, backend, &self.project_key());
                 let mut shown = serde_json::to_value(&s.capabilities).unwrap_or_default();
+                // Every file with the digest it had when shown: the gate compares file by file.
+                shown["manifest"] = serde_json::to_value(&s.manifest).unwrap_or_default();
                 // What the loaded module showed (checkpoint two) is part of what is approved.
                 if let Some(c) = store.contributions(&s.id, &s.digest, &key.backend)? {
                     shown["contributions"] =

@@ -196,6 +196,7 @@ impl Scanner {
                 &mut live,
             );
             apply_config_dir(&mut s, &tool.config_dir);
+            self.describe_local_dependencies(&mut s, &tool.config_dir, &mut live);
             sources.push(finish(
                 s,
                 SourceKind::StandaloneTool,
@@ -283,6 +284,7 @@ impl Scanner {
                 }
                 if let Some(dir) = entry.as_deref().and_then(config_dir_of) {
                     apply_config_dir(&mut s, &dir);
+                    self.describe_local_dependencies(&mut s, &dir, live);
                 }
                 if origin.options_kept_from_config {
                     s.diagnostics.push(Diagnostic::new(
@@ -510,6 +512,39 @@ impl Scanner {
         p
     }
 
+    /// A config folder's dependencies that are folders inside it (`file:./lib`): npm links
+    /// them, so their files run from where they are — they are read, hashed and summed into the
+    /// source like its own files.
+    fn describe_local_dependencies(
+        &mut self,
+        p: &mut Pending,
+        config_dir: &Path,
+        live: &mut HashSet<PathBuf>,
+    ) {
+        let Some(pkg) = read_package_json(config_dir) else {
+            return;
+        };
+        for (name, spec) in config_dependencies(&pkg) {
+            let Ok(crate::spec::NpmSpecClass::Directory { path }) =
+                crate::spec::classify_dependency(&name, &spec, config_dir)
+            else {
+                continue;
+            };
+            if !stays_inside(&path, config_dir) {
+                continue;
+            }
+            let Ok(entry) = npm_entry(&path) else {
+                continue;
+            };
+            let dep = self.describe_files(SourceKind::NpmPlugin, &entry, &path, live);
+            p.merge(&dep.facts);
+            p.manifest.extend(dep.manifest);
+            p.diagnostics.extend(dep.diagnostics);
+            p.analysis_incomplete |= dep.analysis_incomplete;
+            record_package_files(p, &path);
+        }
+    }
+
     /// Describes a prepared npm package: its entry and relative imports, its package.json
     /// (install scripts, `engines.opencode`), and whether OpenCode would load it at all.
     fn describe_package(
@@ -654,6 +689,13 @@ impl Pending {
         t.dynamic_imports.extend(f.dynamic_imports.iter().cloned());
         t.requires.extend(f.requires.iter().cloned());
         t.computed_dynamic_import |= f.computed_dynamic_import;
+        t.opaque.extend(f.opaque.iter().cloned());
+        // Code in a `data:` or `blob:` URL is loaded from a string, never from a file.
+        for spec in f.all_specifiers() {
+            if let Some(scheme) = ["data:", "blob:"].iter().find(|s| spec.starts_with(*s)) {
+                t.opaque.insert(format!("code from a {scheme} URL"));
+            }
+        }
         t.bun_apis.extend(f.bun_apis.iter().cloned());
         t.process.extend(f.process.iter().cloned());
         t.network.extend(f.network.iter().cloned());
@@ -699,6 +741,7 @@ fn finish(
             .map(|s| package_name(s).to_string())
             .collect();
         caps.loads_computed_modules = f.computed_dynamic_import;
+        caps.opaque = f.opaque;
         caps.bun_apis = f.bun_apis;
         caps.process = f.process;
         caps.network = f.network;
@@ -1020,20 +1063,41 @@ pub fn config_dir_of(entry: &Path) -> Option<PathBuf> {
 }
 
 /// What a config folder's own `package.json` adds to the sources in it: the dependencies it
-/// lists (`name@spec`, which Berth prepares for them) and the manifest and lockfile bytes.
+/// lists (`name@spec`, which Berth prepares for them), with a diagnostic for each Berth will
+/// not install, and the manifest and lockfile bytes.
 fn apply_config_dir(p: &mut Pending, config_dir: &Path) {
     let Some(pkg) = read_package_json(config_dir) else {
         return;
     };
-    for key in ["dependencies", "optionalDependencies"] {
-        if let Some(deps) = pkg.get(key).and_then(Value::as_object) {
-            for (name, spec) in deps {
-                let spec = spec.as_str().unwrap_or("(not a string)");
-                p.dependencies.insert(format!("{name}@{spec}"));
-            }
+    for (name, spec) in config_dependencies(&pkg) {
+        if let Some(why) = crate::spec::dependency_refusal(&name, &spec, config_dir) {
+            p.diagnostics.push(
+                Diagnostic::new(
+                    "dependency-failed",
+                    format!("{}: {why}", config_dir.join("package.json").display()),
+                    "use a registry version or a folder inside the config folder",
+                )
+                .at(config_dir.join("package.json")),
+            );
         }
+        p.dependencies.insert(format!("{name}@{spec}"));
     }
     record_package_files(p, config_dir);
+}
+
+/// `dependencies` and `optionalDependencies` of a package.json, as (name, spec).
+pub fn config_dependencies(pkg: &Value) -> Vec<(String, String)> {
+    ["dependencies", "optionalDependencies"]
+        .iter()
+        .filter_map(|k| pkg.get(*k).and_then(Value::as_object))
+        .flatten()
+        .map(|(name, spec)| {
+            (
+                name.clone(),
+                spec.as_str().unwrap_or("(not a string)").to_string(),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -96,6 +96,10 @@ pub struct Capabilities {
     pub packages: BTreeSet<String>,
     /// `import(expr)` / `require(expr)` with a computed name: anything could be loaded.
     pub loads_computed_modules: bool,
+    /// Constructs a static reader cannot resolve (`process.getBuiltinModule`, computed members
+    /// of `Bun`, indirect `eval`, `vm`, `createRequire`, code from `data:` URLs, …): with them
+    /// the code may do anything, whatever else the summary says.
+    pub opaque: BTreeSet<String>,
     pub bun_apis: BTreeSet<String>,
     pub process: BTreeSet<String>,
     pub network: BTreeSet<String>,
@@ -131,6 +135,12 @@ impl Capabilities {
                 "Its code is not on this machine yet: what it can do is known after preparation."
                     .to_string(),
             );
+        }
+        if !self.opaque.is_empty() {
+            s.push(format!(
+                "May do anything, including start programs: it uses {}, which Berth cannot read ahead",
+                join(&self.opaque)
+            ));
         }
         if !self.process.is_empty() {
             s.push(format!(
@@ -205,6 +215,7 @@ impl Capabilities {
         let keyed = serde_json::json!({
             "packages": self.packages,
             "computed": self.loads_computed_modules,
+            "opaque": self.opaque,
             "bun": self.bun_apis,
             "process": self.process,
             "network": self.network,

@@ -242,6 +242,34 @@ pub fn classify(raw: &str, base: &Path) -> Result<NpmSpecClass, String> {
     }
 }
 
+/// Why Berth does not install the dependency `"name": "spec"` of a package.json in `base`,
+/// by what npm would do with it: a git repository or a downloaded tarball (npm would fetch
+/// and, for git, build code nobody was shown), a folder or tarball outside `base` (real paths),
+/// an alias of anything but a registry package, or a spec npm cannot read. None: allowed.
+pub fn dependency_refusal(name: &str, spec: &str, base: &Path) -> Option<String> {
+    let inside = |p: &Path| {
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| normalize(p));
+        real(p).starts_with(real(base))
+    };
+    match classify_dependency(name, spec, base) {
+        Err(e) => Some(e),
+        Ok(NpmSpecClass::Git { .. }) => Some(format!(
+            "`{name}: {spec}` is a git repository: npm would clone and build it; Berth installs registry and local packages only"
+        )),
+        Ok(NpmSpecClass::Remote { .. }) => Some(format!(
+            "`{name}: {spec}` is a tarball downloaded from a URL; Berth installs registry and local packages only"
+        )),
+        Ok(NpmSpecClass::Directory { path } | NpmSpecClass::File { path }) if !inside(&path) => {
+            Some(format!(
+                "`{name}: {spec}` points outside {} ({})",
+                base.display(),
+                path.display()
+            ))
+        }
+        Ok(_) => None,
+    }
+}
+
 /// Classifies a package.json dependency entry `"name": "spec"` as npm does
 /// (`npa.resolve(name, spec, base)`).
 pub fn classify_dependency(name: &str, spec: &str, base: &Path) -> Result<NpmSpecClass, String> {

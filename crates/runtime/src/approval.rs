@@ -205,6 +205,7 @@ fn capabilities_from_json(v: &serde_json::Value) -> Capabilities {
         environment: set("environment"),
         install_scripts: set("install_scripts"),
         outside_files: set("outside_files"),
+        opaque: set("opaque"),
         dependencies: set("dependencies"),
         loads_computed_modules: v
             .get("loads_computed_modules")
@@ -237,6 +238,11 @@ pub fn growth(approved: &Capabilities, now: &Capabilities) -> Vec<String> {
             ));
         }
     };
+    diff(
+        "may do anything (Berth cannot read ahead)",
+        &approved.opaque,
+        &now.opaque,
+    );
     diff("starts programs", &approved.process, &now.process);
     diff("uses the network", &approved.network, &now.network);
     diff(

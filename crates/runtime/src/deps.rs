@@ -108,7 +108,8 @@ fn prepare_stamped(
 /// `npm <command>` in `dir` with install scripts off (and no audit, fund or progress noise),
 /// then `extra`. A failure carries npm's own message.
 fn run_npm(dir: &Path, command: &str, extra: &[&str]) -> Result<(), String> {
-    let out = Command::new("npm")
+    let npm = npm_program()?;
+    let out = Command::new(npm)
         .arg(command)
         .args([
             "--ignore-scripts",
@@ -128,6 +129,42 @@ fn run_npm(dir: &Path, command: &str, extra: &[&str]) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
+}
+
+/// The oldest npm Berth prepares packages with: its lockfile v3 handling, `--ignore-scripts`
+/// for every lifecycle step and `--omit-lockfile-registry-resolved` (scripts/install-tools
+/// installs a pinned npm when the machine's is older).
+const NPM_MIN_MAJOR: u64 = 10;
+
+/// The npm to run (`BERTH_NPM`, else `npm` on `PATH`), checked once per process to be at least
+/// [`NPM_MIN_MAJOR`]; Err says which npm was found and what to do.
+fn npm_program() -> Result<PathBuf, String> {
+    static CHECKED: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    CHECKED
+        .get_or_init(|| {
+            let npm = std::env::var_os("BERTH_NPM")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("npm"));
+            let out = Command::new(&npm)
+                .arg("--version")
+                .output()
+                .map_err(|e| format!("cannot run {}: {e}; run scripts/setup", npm.display()))?;
+            let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            let major = version
+                .split('.')
+                .next()
+                .and_then(|m| m.parse::<u64>().ok())
+                .unwrap_or(0);
+            if major < NPM_MIN_MAJOR {
+                return Err(format!(
+                    "{} is npm {version:?}; Berth needs npm {NPM_MIN_MAJOR} or newer to prepare packages safely (run scripts/setup, or set BERTH_NPM)",
+                    npm.display()
+                ));
+            }
+            Ok(npm)
+        })
+        .clone()
 }
 
 /// Recreates `from` at `to` with hard links (a copy where links are impossible).

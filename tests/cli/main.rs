@@ -9,6 +9,7 @@ mod check;
 mod client;
 mod corpus;
 mod exit_codes;
+mod gate;
 mod hooks;
 mod host;
 mod ledger;

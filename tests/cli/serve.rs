@@ -6,10 +6,10 @@ use std::process::{Child, Stdio};
 
 use crate::support::*;
 
-struct Serving {
-    child: Child,
-    url: String,
-    addr: String,
+pub(crate) struct Serving {
+    pub child: Child,
+    pub url: String,
+    pub addr: String,
 }
 
 impl Drop for Serving {
@@ -19,11 +19,11 @@ impl Drop for Serving {
     }
 }
 
-fn start(s: &Sandbox, addr: &str) -> Result<Serving, serde_json::Value> {
+pub(crate) fn start(s: &Sandbox, addr: &str) -> Result<Serving, serde_json::Value> {
     start_with(s, addr, &[])
 }
 
-fn start_with(
+pub(crate) fn start_with(
     s: &Sandbox,
     addr: &str,
     env: &[(&str, &std::path::Path)],
@@ -62,7 +62,7 @@ fn start_with(
     })
 }
 
-fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+pub(crate) fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     let mut req = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(k, _)| *k == "Host") {
@@ -133,7 +133,35 @@ fn a_non_loopback_address_is_refused() {
     assert_eq!(err["error"]["code"], "policy-limited");
 }
 
-fn status_of(srv: &Serving) -> serde_json::Value {
+impl Serving {
+    pub(crate) fn token(&self) -> &str {
+        self.url.split("token=").nth(1).unwrap()
+    }
+
+    /// `POST /api/<path>` with a JSON body and the token: (status, the answer's JSON).
+    pub(crate) fn post(&self, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        let body = body.to_string();
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let req = format!(
+            "POST /api/{path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            self.token(),
+            body.len()
+        );
+        stream.write_all(req.as_bytes()).unwrap();
+        let mut resp = String::new();
+        stream.read_to_string(&mut resp).unwrap();
+        let status = resp.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let json = resp
+            .find('{')
+            .and_then(|a| resp.rfind('}').map(|b| &resp[a..=b]))
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or(serde_json::Value::Null);
+        (status, json)
+    }
+}
+
+pub(crate) fn status_of(srv: &Serving) -> serde_json::Value {
     let token = srv.url.split("token=").nth(1).unwrap();
     let (code, body) = get(&srv.addr, &format!("/api/status?token={token}"), &[]);
     assert_eq!(code, 200);
@@ -141,7 +169,7 @@ fn status_of(srv: &Serving) -> serde_json::Value {
 }
 
 /// Waits (bounded) until the served status satisfies `ok`.
-fn wait_for(
+pub(crate) fn wait_for(
     srv: &Serving,
     what: &str,
     ok: impl Fn(&serde_json::Value) -> bool,

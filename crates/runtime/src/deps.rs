@@ -348,16 +348,17 @@ pub fn prepare_config_dir_deps(
             return Err(failed(why));
         }
     }
+    let target = config_deps_dir(data_dir, config_dir);
+    let slim = crate::relocate::manifest(&parsed, config_dir, &target);
     let lock = std::fs::read(config_dir.join("package-lock.json"))
         .ok()
-        .map(|bytes| safe_lockfile(&bytes, config_dir))
+        .map(|bytes| crate::relocate::lockfile(&bytes, &parsed, config_dir, &target))
         .transpose()
         .map_err(&failed)?;
     let mut stamp_src = manifest.clone();
     stamp_src.extend(lock.as_deref().unwrap_or_default());
     stamp_src.extend(b"\nlock-v2");
     let want = berth_discovery::sha256_hex(&stamp_src);
-    let target = config_deps_dir(data_dir, config_dir);
     let prepared = prepare_stamped(
         &target,
         &target.with_extension("lock"),
@@ -365,12 +366,6 @@ pub fn prepare_config_dir_deps(
         &failed,
         |staging| {
             // Only the dependency lists travel: no scripts, no workspaces, nothing else of the file.
-            let slim = serde_json::json!({
-                "name": "berth-config-dir-deps",
-                "private": true,
-                "dependencies": parsed["dependencies"],
-                "optionalDependencies": parsed["optionalDependencies"],
-            });
             std::fs::write(staging.join("package.json"), slim.to_string())
                 .map_err(|e| failed(e.to_string()))?;
             if let Some(lock) = &lock {
@@ -385,60 +380,4 @@ pub fn prepare_config_dir_deps(
     }
     tracing::info!(config_dir = %config_dir.display(), path = %target.display(), "config folder dependencies prepared");
     Ok(Some(target))
-}
-
-/// A config folder's lockfile as npm may use it here: every package comes from the registry by
-/// name and version, checked against the lockfile's `integrity` (a `resolved` download URL is
-/// dropped, so a lockfile cannot send npm to another server), links stay inside the folder, and
-/// an entry npm would clone (git) or read from a tarball on disk is refused.
-fn safe_lockfile(bytes: &[u8], config_dir: &Path) -> Result<Vec<u8>, String> {
-    let mut lock: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("package-lock.json is not JSON: {e}"))?;
-    fn walk(
-        entries: &mut serde_json::Map<String, serde_json::Value>,
-        config_dir: &Path,
-    ) -> Result<(), String> {
-        for (key, entry) in entries.iter_mut() {
-            if key.is_empty() {
-                continue;
-            }
-            let Some(e) = entry.as_object_mut() else {
-                continue;
-            };
-            let resolved = e
-                .get("resolved")
-                .and_then(|r| r.as_str())
-                .map(str::to_string);
-            if e.get("link").and_then(|l| l.as_bool()) == Some(true) {
-                let target = config_dir.join(resolved.as_deref().unwrap_or(""));
-                if !berth_discovery::scan::stays_inside(&target, config_dir) {
-                    return Err(format!(
-                        "the lockfile links {key} to {}, outside the config folder",
-                        target.display()
-                    ));
-                }
-            } else if let Some(r) = resolved {
-                if r.starts_with("https://") || r.starts_with("http://") {
-                    e.remove("resolved");
-                } else {
-                    return Err(format!(
-                        "the lockfile installs {key} from `{r}`; Berth installs registry and local packages only"
-                    ));
-                }
-            }
-            // Lockfile v1 nests its tree.
-            if let Some(nested) = e.get_mut("dependencies").and_then(|d| d.as_object_mut()) {
-                if nested.values().all(|v| v.is_object()) {
-                    walk(nested, config_dir)?;
-                }
-            }
-        }
-        Ok(())
-    }
-    for section in ["packages", "dependencies"] {
-        if let Some(map) = lock.get_mut(section).and_then(|m| m.as_object_mut()) {
-            walk(map, config_dir)?;
-        }
-    }
-    serde_json::to_vec_pretty(&lock).map_err(|e| e.to_string())
 }

@@ -19,6 +19,7 @@ mod engine;
 pub mod error;
 pub mod host;
 pub mod logging;
+pub mod relocate;
 pub mod runtimes;
 pub mod secret;
 pub mod serve;

@@ -3,10 +3,10 @@
 // `import.meta.require`, JSON), reads it once through the gate and hands Bun exactly the
 // approved bytes. Bare imports of those files are rewritten to the packages Berth prepared for
 // the source (Bun does not ask runtime plugins to resolve static imports, and `--no-install`
-// keeps it from downloading what is missing).
+// keeps it from downloading what is missing; D-023).
 //
 // Owns: turning approved bytes into what Bun can run (ESM as is, JSON and CommonJS through
-// small wrappers, because Bun ignores CommonJS contents returned by a plugin). Must not: let a
+// small wrappers, because Bun ignores CommonJS contents returned by a plugin; D-027). Must not: let a
 // file through that the gate did not admit, or read a file twice.
 import { createRequire, isBuiltin } from "node:module"
 import { looksCjs, jsonModule } from "./gate.mjs"

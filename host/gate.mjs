@@ -5,7 +5,7 @@
 //
 // Owns: the admitted manifests (file → digest, file → the folders its bare imports resolve
 // from), the trusted roots (Berth's own prepared installs and host code, in its private data
-// dir), and `readApproved`. Must not: decide what is approved (the supervisor sends the
+// dir), and `readApproved` (deviations ledger D-022). Must not: decide what is approved (the supervisor sends the
 // manifests it cleared), or resolve anything itself.
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"

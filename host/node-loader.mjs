@@ -3,7 +3,7 @@
 // are handed to Node — ES modules, CommonJS loaded through the ESM loader (its own `require`
 // calls come back here), JSON; TypeScript is stripped from the approved bytes with sucrase
 // (Node 20 has no type stripping). Bare imports of those files resolve in the packages Berth
-// prepared for the source first. The module keeps its real URL, so `import.meta.url` stays true.
+// prepared for the source first (D-022, D-023). The module keeps its real URL, so `import.meta.url` stays true.
 //
 // The main thread admits each manifest here (a message, acknowledged) before it imports
 // anything of the source: the hooks never wait on the main thread, which Node may block while

@@ -257,3 +257,40 @@ fn an_unprepared_import_is_never_downloaded_at_load_time() {
         }
     }
 }
+
+#[test]
+fn an_npm_older_than_10_is_refused_with_the_way_out() {
+    let s = npm_sandbox(&["postinstall-marker"], &[]);
+    // A real npm 9, installed for this test only.
+    let old = s.root.path().join("old-npm");
+    let ok = std::process::Command::new("npm")
+        .args(["install", "--prefix"])
+        .arg(&old)
+        .args([
+            "npm@9.9.4",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "npm 9 could not be installed for the test");
+    let npm9 = old.join("node_modules/.bin/npm");
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    let mut cmd = s.berth(&["tools", "--json"]);
+    cmd.env("BERTH_NPM", &npm9);
+    let (_, v) = parse_json_output(&cmd.output().unwrap());
+    let problem = v["problems"].to_string();
+    assert!(
+        problem.contains("dependency-failed")
+            && problem.contains("\\\"9.9.4\\\"")
+            && problem.contains("scripts/setup"),
+        "{v}"
+    );
+    assert!(!s
+        .data_dir()
+        .join("packages")
+        .join("postinstall-marker")
+        .exists());
+}

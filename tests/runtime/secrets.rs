@@ -14,6 +14,18 @@ fn a_canary_secret_never_reaches_log_database_or_wal() {
     let log_file = berth_runtime::logging::init(&data, "off").unwrap();
     let canary = "CANARY-7f3a9c1e-do-not-log";
     let secret = Secret::new(canary);
+    // A plugin configured with a secret option: views show it redacted, decisions never store it.
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(
+        dir.path().join("p.ts"),
+        "export default { id: 'p', server: async () => ({}) }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("opencode.json"),
+        format!(r#"{{ "plugin": [["./p.ts", {{ "apiKey": "{canary}" }}]] }}"#),
+    )
+    .unwrap();
     let env = OpencodeEnv {
         home: dir.path().join("home"),
         cwd: dir.path().to_path_buf(),
@@ -27,6 +39,18 @@ fn a_canary_secret_never_reaches_log_database_or_wal() {
         log_file: Some(log_file.clone()),
     })
     .unwrap();
+
+    let status = serde_json::to_string(&*berth.status()).unwrap();
+    assert!(
+        !status.contains(canary),
+        "the status shows the option: {status}"
+    );
+    assert!(status.contains("[redacted]"), "{status}");
+    berth
+        .decide(None, berth_runtime::Decision::Allow, "cli", false)
+        .unwrap();
+    let approvals = serde_json::to_string(&berth.approvals().unwrap()).unwrap();
+    assert!(!approvals.contains(canary));
 
     // Every way a careless call site might try: debug-format into a log event, into a
     // message, and store a formatted value.

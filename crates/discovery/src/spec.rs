@@ -144,6 +144,7 @@ fn parse_npm(raw: &str, base: &Path) -> PluginSpec {
                 ),
             }
         }
+        // D-026: by class, whatever the prefix; D-009 for local paths above.
         NpmSpecClass::Git { .. } => invalid(
             format!(
                 "`{raw}` is a git spec: npm would clone and build it; Berth installs registry and local packages only"

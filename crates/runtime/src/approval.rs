@@ -115,7 +115,8 @@ pub fn evaluate(
             let moved = r.digest != source.digest;
             // A project's source came with the repository: any change of its bytes is someone
             // else's update and is asked again. A source in the person's own global folders
-            // reloads without asking only when nothing grew (growth covers what cannot be read).
+            // reloads without asking only when nothing grew (growth covers what cannot be read;
+            // D-024).
             if moved && source.scope == Scope::Local && identity_verifiable(source) {
                 view.grew.push(changed_files(&r.shown, source));
             }

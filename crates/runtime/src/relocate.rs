@@ -4,7 +4,7 @@
 //! comes from the registry by name and version and is checked against the lockfile's
 //! `integrity` (a `resolved` download URL is dropped, so a lockfile cannot send npm to another
 //! server), links stay inside the config folder, and an entry npm would clone (git) or read
-//! from a tarball is refused.
+//! from a tarball is refused (deviations ledger D-025).
 //!
 //! Owns: rewriting those two files. Must not: run npm, or write anything.
 

@@ -684,7 +684,7 @@ fn another_local_user_cannot_take_over_the_host_channel() {
     }
     let chown = |p: &Path, mode: &str| {
         assert!(std::process::Command::new("chown")
-            .arg(format!("{intruder}"))
+            .arg(&intruder)
             .arg(p)
             .status()
             .unwrap()

@@ -676,6 +676,7 @@ fn another_local_user_cannot_take_over_the_host_channel() {
         .tempdir_in(&tmp)
         .unwrap();
     let old_dir = tmp.join("berth-0");
+    let old_dir_was_there = old_dir.exists();
     let xdg = lair.path().join("xdg");
     let marker = lair.path().join("intruder-module-ran");
     let log = lair.path().join("intruder.log");
@@ -783,6 +784,9 @@ log("watching")
     let (code, v) = run(&["invoke", "t", "--args", "{}"]);
     let _ = spy.kill();
     let _ = spy.wait();
+    if !old_dir_was_there {
+        let _ = std::fs::remove_dir_all(&old_dir);
+    }
     assert_eq!((code, v["status"].as_str()), (0, Some("completed")), "{v}");
     let seen = std::fs::read_to_string(&log).unwrap_or_default();
     let reached: Vec<&str> = seen

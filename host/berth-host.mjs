@@ -9,8 +9,6 @@ import net from "node:net"
 import { readFileSync } from "node:fs"
 import { pathToFileURL, fileURLToPath } from "node:url"
 import { Gate, isRefusal, refusalMessage } from "./gate.mjs"
-import { installBunLoader } from "./bun-loader.mjs"
-import { installCjsGate } from "./node-cjs-gate.mjs"
 
 const PROTOCOL_VERSION = 2
 const MAX_FRAME = 8 * 1024 * 1024
@@ -48,9 +46,11 @@ const { z } = await import(isBun ? Bun.resolveSync("zod", depsDir) : "zod")
  */
 async function installLoader() {
   if (isBun) {
+    const { installBunLoader } = await import("./bun-loader.mjs")
     installBunLoader(gate)
     return async () => {}
   }
+  const { installCjsGate } = await import("./node-cjs-gate.mjs")
   installCjsGate(gate)
   const { register } = await import("node:module")
   const { port1, port2 } = new MessageChannel()

@@ -58,6 +58,18 @@ pub struct Scanner {
     packages_root: Option<PathBuf>,
     /// Whose resolution rules local imports follow (the backend the sources would run on).
     runtime: Runtime,
+    /// What each config folder's own package.json adds to its sources, for this scan.
+    folders: HashMap<PathBuf, FolderPart>,
+}
+
+/// What a config folder's own `package.json` adds to every source in it.
+#[derive(Clone, Default)]
+struct FolderPart {
+    dependencies: BTreeSet<String>,
+    manifest: BTreeMap<PathBuf, String>,
+    facts: FileFacts,
+    analysis_incomplete: bool,
+    diagnostics: Vec<Diagnostic>,
 }
 
 /// The OpenCode version whose `engines.opencode` ranges Berth checks against.
@@ -187,6 +199,8 @@ impl Scanner {
         let graph = ConfigGraph::resolve(env, directory);
         let mut sources = Vec::new();
         let mut live = HashSet::new();
+        // A config folder's package.json is read once per scan, however many files it holds.
+        self.folders.clear();
 
         for (order, tool) in graph.tool_files.iter().enumerate() {
             let mut s = self.describe_files(
@@ -195,8 +209,7 @@ impl Scanner {
                 &tool.config_dir,
                 &mut live,
             );
-            apply_config_dir(&mut s, &tool.config_dir);
-            self.describe_local_dependencies(&mut s, &tool.config_dir, &mut live);
+            self.apply_config_dir(&mut s, &tool.config_dir, &mut live);
             sources.push(finish(
                 s,
                 SourceKind::StandaloneTool,
@@ -283,8 +296,7 @@ impl Scanner {
                     apply_package_json(&mut s, &pkg, &root);
                 }
                 if let Some(dir) = entry.as_deref().and_then(config_dir_of) {
-                    apply_config_dir(&mut s, &dir);
-                    self.describe_local_dependencies(&mut s, &dir, live);
+                    self.apply_config_dir(&mut s, &dir, live);
                 }
                 if origin.options_kept_from_config {
                     s.diagnostics.push(Diagnostic::new(
@@ -401,7 +413,7 @@ impl Scanner {
         let mut p = Pending::default();
         let root_canon = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
         // The runtime runs a symlinked file from its real path, and resolves its imports there.
-        let entry = std::fs::canonicalize(entry).unwrap_or_else(|_| entry.to_path_buf());
+        let entry = real_path_below(entry, root, &root_canon);
         let mut queue = vec![entry.clone()];
         let mut seen = HashSet::new();
         while let Some(file) = queue.pop() {
@@ -512,37 +524,63 @@ impl Scanner {
         p
     }
 
-    /// A config folder's dependencies that are folders inside it (`file:./lib`): npm links
-    /// them, so their files run from where they are — they are read, hashed and summed into the
-    /// source like its own files.
-    fn describe_local_dependencies(
+    /// What a config folder's own `package.json` adds to the sources in it (computed once per
+    /// scan): the dependencies it lists (`name@spec`, which Berth prepares for them), with a
+    /// diagnostic for each Berth will not install; the manifest and lockfile bytes; and the
+    /// files of dependencies that are folders inside it (`file:./lib`: npm links them, so they
+    /// run from where they are — read, hashed and summed into the source like its own files).
+    fn apply_config_dir(
         &mut self,
         p: &mut Pending,
         config_dir: &Path,
         live: &mut HashSet<PathBuf>,
     ) {
-        let Some(pkg) = read_package_json(config_dir) else {
-            return;
-        };
-        for (name, spec) in config_dependencies(&pkg) {
-            let Ok(crate::spec::NpmSpecClass::Directory { path }) =
-                crate::spec::classify_dependency(&name, &spec, config_dir)
-            else {
-                continue;
-            };
-            if !stays_inside(&path, config_dir) {
-                continue;
-            }
-            let Ok(entry) = npm_entry(&path) else {
-                continue;
-            };
-            let dep = self.describe_files(SourceKind::NpmPlugin, &entry, &path, live);
-            p.merge(&dep.facts);
-            p.manifest.extend(dep.manifest);
-            p.diagnostics.extend(dep.diagnostics);
-            p.analysis_incomplete |= dep.analysis_incomplete;
-            record_package_files(p, &path);
+        if !self.folders.contains_key(config_dir) {
+            let part = self.folder_part(config_dir, live);
+            self.folders.insert(config_dir.to_path_buf(), part);
         }
+        let part = &self.folders[config_dir];
+        p.dependencies.extend(part.dependencies.iter().cloned());
+        p.manifest
+            .extend(part.manifest.iter().map(|(k, v)| (k.clone(), v.clone())));
+        p.merge(&part.facts);
+        p.analysis_incomplete |= part.analysis_incomplete;
+        p.diagnostics.extend(part.diagnostics.iter().cloned());
+    }
+
+    fn folder_part(&mut self, config_dir: &Path, live: &mut HashSet<PathBuf>) -> FolderPart {
+        let mut part = FolderPart::default();
+        let Some(pkg) = read_package_json(config_dir) else {
+            return part;
+        };
+        let mut files = Pending::default();
+        record_package_files(&mut files, config_dir);
+        for (name, spec) in config_dependencies(&pkg) {
+            if let Some(why) = crate::spec::dependency_refusal(&name, &spec, config_dir) {
+                part.diagnostics.push(
+                    Diagnostic::new(
+                        "dependency-failed",
+                        format!("{}: {why}", config_dir.join("package.json").display()),
+                        "use a registry version or a folder inside the config folder",
+                    )
+                    .at(config_dir.join("package.json")),
+                );
+            } else if let Ok(crate::spec::NpmSpecClass::Directory { path }) =
+                crate::spec::classify_dependency(&name, &spec, config_dir)
+            {
+                if let Ok(entry) = npm_entry(&path) {
+                    let dep = self.describe_files(SourceKind::NpmPlugin, &entry, &path, live);
+                    part.facts = merged(&part.facts, &dep.facts);
+                    files.manifest.extend(dep.manifest);
+                    part.diagnostics.extend(dep.diagnostics);
+                    part.analysis_incomplete |= dep.analysis_incomplete;
+                    record_package_files(&mut files, &path);
+                }
+            }
+            part.dependencies.insert(format!("{name}@{spec}"));
+        }
+        part.manifest = files.manifest;
+        part
     }
 
     /// Describes a prepared npm package: its entry and relative imports, its package.json
@@ -702,6 +740,16 @@ impl Pending {
         t.filesystem.extend(f.filesystem.iter().cloned());
         t.environment.extend(f.environment.iter().cloned());
     }
+}
+
+/// Two files' facts as one.
+fn merged(a: &FileFacts, b: &FileFacts) -> FileFacts {
+    let mut p = Pending {
+        facts: a.clone(),
+        ..Pending::default()
+    };
+    p.merge(b);
+    p.facts
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -993,6 +1041,28 @@ fn resolve_file_entry(path: &Path) -> (Option<PathBuf>, PathBuf, Vec<Diagnostic>
     }
 }
 
+/// The real path of `path`, found below the real `root_canon` of `root` by checking only the
+/// components between them for symlinks (a scan of a thousand tool files would otherwise
+/// resolve every ancestor of each).
+fn real_path_below(path: &Path, root: &Path, root_canon: &Path) -> PathBuf {
+    let full = || std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let Ok(rel) = path.strip_prefix(root) else {
+        return full();
+    };
+    let mut at = root.to_path_buf();
+    for c in rel.components() {
+        let std::path::Component::Normal(name) = c else {
+            return full();
+        };
+        at.push(name);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if !m.file_type().is_symlink() => {}
+            _ => return full(),
+        }
+    }
+    root_canon.join(rel)
+}
+
 /// Whether `path` is inside `root` once symlinks are followed (a link inside the folder that
 /// points out of it is outside); lexically for a path that does not exist.
 pub fn stays_inside(path: &Path, root: &Path) -> bool {
@@ -1060,29 +1130,6 @@ pub fn config_dir_of(entry: &Path) -> Option<PathBuf> {
     let name = folder.file_name()?.to_str()?;
     matches!(name, "tool" | "tools" | "plugin" | "plugins")
         .then(|| folder.parent().map(Path::to_path_buf))?
-}
-
-/// What a config folder's own `package.json` adds to the sources in it: the dependencies it
-/// lists (`name@spec`, which Berth prepares for them), with a diagnostic for each Berth will
-/// not install, and the manifest and lockfile bytes.
-fn apply_config_dir(p: &mut Pending, config_dir: &Path) {
-    let Some(pkg) = read_package_json(config_dir) else {
-        return;
-    };
-    for (name, spec) in config_dependencies(&pkg) {
-        if let Some(why) = crate::spec::dependency_refusal(&name, &spec, config_dir) {
-            p.diagnostics.push(
-                Diagnostic::new(
-                    "dependency-failed",
-                    format!("{}: {why}", config_dir.join("package.json").display()),
-                    "use a registry version or a folder inside the config folder",
-                )
-                .at(config_dir.join("package.json")),
-            );
-        }
-        p.dependencies.insert(format!("{name}@{spec}"));
-    }
-    record_package_files(p, config_dir);
 }
 
 /// `dependencies` and `optionalDependencies` of a package.json, as (name, spec).

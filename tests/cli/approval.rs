@@ -2,15 +2,6 @@
 
 use crate::support::*;
 
-fn source<'a>(v: &'a serde_json::Value, entry_suffix: &str) -> &'a serde_json::Value {
-    v["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["entry"].as_str().unwrap().ends_with(entry_suffix))
-        .unwrap_or_else(|| panic!("no source {entry_suffix} in {v}"))
-}
-
 const PLUGIN: &str = "project/.opencode/plugins/p.ts";
 
 fn plugin_text(extra: &str) -> String {

@@ -11,39 +11,28 @@ use std::time::Duration;
 use crate::serve::{start, status_of, wait_for, Serving};
 use crate::support::*;
 
-/// A tool that answers `ok`; with `marker`, its top level first writes that file.
-fn tool(marker: Option<&Path>) -> String {
-    let write = marker
+/// A module's first lines writing `marker` (the evidence that its code ran), or nothing.
+fn writes(marker: Option<&Path>) -> String {
+    marker
         .map(|m| {
             format!(
                 "import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\n",
                 m.display().to_string()
             )
         })
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// A tool that answers `ok`; with `marker`, its top level first writes that file.
+fn tool(marker: Option<&Path>) -> String {
+    let write = writes(marker);
     format!("import {{ tool }} from '@opencode-ai/plugin'\n{write}export default tool({{ description: 'answers', args: {{}}, async execute() {{ return 'ok' }} }})\n")
 }
 
 /// A plugin with no contributions; with `marker`, its top level first writes that file.
 fn plugin(marker: Option<&Path>, body: &str) -> String {
-    let write = marker
-        .map(|m| {
-            format!(
-                "import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\n",
-                m.display().to_string()
-            )
-        })
-        .unwrap_or_default();
+    let write = writes(marker);
     format!("{write}{body}\nexport default {{ id: 'p', server: async () => ({{}}) }}\n")
-}
-
-fn source<'a>(v: &'a serde_json::Value, entry_suffix: &str) -> &'a serde_json::Value {
-    v["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["entry"].as_str().unwrap().ends_with(entry_suffix))
-        .unwrap_or_else(|| panic!("no source {entry_suffix} in {v}"))
 }
 
 fn problems(v: &serde_json::Value) -> String {

@@ -226,3 +226,13 @@ pub fn live_recording(script: &str, args: &[&str]) -> serde_json::Value {
     assert_eq!(live["opencode_version"], "1.18.4", "{script}");
     live
 }
+
+/// The source in a `sources`/`status` document whose entry ends with `entry_suffix`.
+pub fn source<'a>(v: &'a serde_json::Value, entry_suffix: &str) -> &'a serde_json::Value {
+    v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["entry"].as_str().unwrap().ends_with(entry_suffix))
+        .unwrap_or_else(|| panic!("no source {entry_suffix} in {v}"))
+}

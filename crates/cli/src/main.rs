@@ -252,6 +252,20 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
                 "cli",
                 *this_project,
             )?;
+            // Each with the digest of the bytes approved: what runs is exactly that.
+            let status = berth.status();
+            let shown: Vec<String> = ids
+                .iter()
+                .map(|id| {
+                    let digest = status
+                        .sources
+                        .iter()
+                        .find(|s| &s.id == id)
+                        .map(|s| s.digest.trim_start_matches("sha256:"))
+                        .unwrap_or_default();
+                    format!("{id}@{}", &digest[..digest.len().min(16)])
+                })
+                .collect();
             out.done(
                 serde_json::json!({ "approved": ids }),
                 &format!(
@@ -259,7 +273,7 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
                     if ids.is_empty() {
                         "nothing was waiting".to_string()
                     } else {
-                        ids.join(", ")
+                        shown.join(", ")
                     }
                 ),
             );

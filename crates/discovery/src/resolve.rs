@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::spec::percent_decode;
+
 /// The runtime whose resolution rules apply.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Runtime {
@@ -126,23 +128,10 @@ fn bun(target: &Path, dir_only: bool, exts: &[&str]) -> Option<PathBuf> {
     bun_folder(target, exts)
 }
 
-/// A folder for Bun: its `package.json` `main` (a file, with extensions, or a folder's index;
-/// `module` and `exports` are not read for a relative import, and an unreadable package.json
-/// is ignored), then its index files.
+/// A folder for Bun: its `package.json` `main` (`module` and `exports` are not read for a
+/// relative import, and an unreadable package.json is ignored), then its index files.
 fn bun_folder(dir: &Path, exts: &[&str]) -> Option<PathBuf> {
-    if !dir.is_dir() {
-        return None;
-    }
-    if let Some(main) = package_main(dir).ok().flatten() {
-        let m = crate::spec::normalize(&dir.join(main));
-        let found = (m.is_file().then(|| m.clone()))
-            .or_else(|| with_extensions(&m, exts))
-            .or_else(|| index(&m, exts));
-        if found.is_some() {
-            return found;
-        }
-    }
-    index(dir, exts)
+    folder(dir, exts, package_main(dir).ok().flatten())
 }
 
 const NODE_EXTENSIONS: &[&str] = &["js", "json", "node"];
@@ -158,19 +147,25 @@ fn node_require(target: &Path, dir_only: bool) -> Option<PathBuf> {
             return Some(f);
         }
     }
-    if !target.is_dir() {
+    folder(target, NODE_EXTENSIONS, package_main(target).ok()?)
+}
+
+/// A folder as both runtimes read it: `main` (a file, with extensions, or a folder's index),
+/// then the folder's own index files.
+fn folder(dir: &Path, exts: &[&str], main: Option<String>) -> Option<PathBuf> {
+    if !dir.is_dir() {
         return None;
     }
-    if let Some(main) = package_main(target).ok()? {
-        let m = crate::spec::normalize(&target.join(main));
+    if let Some(main) = main {
+        let m = crate::spec::normalize(&dir.join(main));
         let found = (m.is_file().then(|| m.clone()))
-            .or_else(|| with_extensions(&m, NODE_EXTENSIONS))
-            .or_else(|| index(&m, NODE_EXTENSIONS));
+            .or_else(|| with_extensions(&m, exts))
+            .or_else(|| index(&m, exts));
         if found.is_some() {
             return found;
         }
     }
-    index(target, NODE_EXTENSIONS)
+    index(dir, exts)
 }
 
 /// `main` of `dir/package.json`: Ok(None) without a file or a `main`, Err when it is not JSON.
@@ -212,22 +207,4 @@ fn index(dir: &Path, exts: &[&str]) -> Option<PathBuf> {
 
 fn cut<'a>(s: &'a str, at: &[char]) -> &'a str {
     &s[..s.find(at).unwrap_or(s.len())]
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 3 <= bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

@@ -918,13 +918,16 @@ pub fn file_url(path: &Path) -> String {
     out
 }
 
-fn percent_decode(s: &str) -> String {
+/// `%xx` escapes decoded (bytes that are no escape pass as they are; the result is read as
+/// UTF-8, lossily).
+pub fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 3 <= bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz");
+            if let Ok(v) = u8::from_str_radix(hex, 16) {
                 out.push(v);
                 i += 3;
                 continue;

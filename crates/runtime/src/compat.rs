@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use crate::host::Upcalls;
+use berth_discovery::spec::percent_decode;
 
 /// The OpenCode version whose routes are served.
 pub const OPENCODE_VERSION: &str = "1.18.4";
@@ -67,25 +68,6 @@ pub fn route(method: &str, path: &str) -> Option<(&'static str, serde_json::Map<
         return Some((target, params));
     }
     None
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz");
-            if let Ok(b) = u8::from_str_radix(hex, 16) {
-                out.push(b);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 struct Service {

@@ -328,6 +328,36 @@ fn a_detached_grandchild_is_reclaimed_with_its_host() {
     );
 }
 
+/// A tool whose host child left its session (`detached: true`) and whose event loop is
+/// blocked, called from the one-shot CLI with a deadline: the call ends `timeout`, and the
+/// detached child is gone too — every time (a 1-in-3 race is missed by 30 runs with a chance
+/// of (2/3)^30 ≈ 5·10⁻⁶).
+#[test]
+fn a_detached_child_of_a_blocked_host_never_outlives_the_timeout() {
+    let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
+    let pidfile = s.root.path().join("detached.pid");
+    let mut survivors = Vec::new();
+    for _ in 0..30 {
+        let _ = std::fs::remove_file(&pidfile);
+        let (code, r) = invoke(
+            &s,
+            Backend::Bun,
+            "faults_detaches_and_blocks",
+            serde_json::json!({ "pidfile": path_arg(&pidfile) }),
+            &["--timeout-ms", "300"],
+        );
+        assert_eq!((code, r["error"]["code"].as_str()), (1, Some("timeout")), "{r}");
+        let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        // The CLI has exited: whatever it left behind is left for good.
+        if alive(pid) {
+            survivors.push(pid);
+            // SAFETY: cleaning up after a failed run.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+    assert!(survivors.is_empty(), "{} of 30 detached children outlived the CLI: {survivors:?}", survivors.len());
+}
+
 #[test]
 fn a_file_that_throws_at_import_fails_only_itself() {
     let s = tools_sandbox(Backend::Bun, &["faults.ts", "init-throws.ts"]);

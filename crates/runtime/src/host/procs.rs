@@ -111,15 +111,26 @@ fn children_of(parent: u32) -> Vec<u32> {
     out
 }
 
-/// Resident set size of `pid` in bytes (0 when unknown).
-/// Whether `pid` still runs code (gone, or a zombie waiting to be reaped, does not).
+/// Whether any thread of process `pid` still runs (gone, or zombies waiting to be reaped, do
+/// not). The thread group leader alone is not enough: Bun's main thread can be a zombie while
+/// its other threads still exit, and the process's children are reparented only when the last
+/// thread is gone.
 pub fn is_running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit(')').next().and_then(|r| r.trim().chars().next()))
-        .is_some_and(|state| state != 'Z' && state != 'X')
+    let state = |stat: &str| {
+        stat.rsplit(')')
+            .next()
+            .and_then(|r| r.trim().chars().next())
+            .is_some_and(|s| s != 'Z' && s != 'X')
+    };
+    match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(tasks) => tasks.flatten().any(|t| {
+            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| state(&s))
+        }),
+        Err(_) => std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| state(&s)),
+    }
 }
 
+/// Resident set size of `pid` in bytes (0 when unknown).
 pub fn rss_bytes(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/statm"))
         .ok()

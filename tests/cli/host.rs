@@ -346,8 +346,16 @@ fn a_detached_child_of_a_blocked_host_never_outlives_the_timeout() {
             serde_json::json!({ "pidfile": path_arg(&pidfile) }),
             &["--timeout-ms", "300"],
         );
-        assert_eq!((code, r["error"]["code"].as_str()), (1, Some("timeout")), "{r}");
-        let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        assert_eq!(
+            (code, r["error"]["code"].as_str()),
+            (1, Some("timeout")),
+            "{r}"
+        );
+        let pid: u32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         // The CLI has exited: whatever it left behind is left for good.
         if alive(pid) {
             survivors.push(pid);
@@ -355,7 +363,11 @@ fn a_detached_child_of_a_blocked_host_never_outlives_the_timeout() {
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
     }
-    assert!(survivors.is_empty(), "{} of 30 detached children outlived the CLI: {survivors:?}", survivors.len());
+    assert!(
+        survivors.is_empty(),
+        "{} of 30 detached children outlived the CLI: {survivors:?}",
+        survivors.len()
+    );
 }
 
 #[test]

@@ -264,3 +264,54 @@ fn revoking_while_the_import_runs_registers_nothing_and_stops_its_host() {
         "nothing of a revoked import is registered"
     );
 }
+
+/// An HTTP client of `berth serve` that goes away mid-call from a tool that never yields: the
+/// call is given up, its host tree is gone within 750 ms (the grace, then the kill), and the
+/// next call works.
+#[test]
+fn a_client_that_disconnects_mid_call_has_a_blocked_tool_stopped() {
+    let s = Sandbox::new();
+    let faults = std::fs::read_to_string(repo_root().join("fixtures/tools/faults.ts")).unwrap();
+    s.write("project/.opencode/tools/faults.ts", &faults);
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let v = wait_for(&srv, "the tools", |v| {
+        v["tools"].as_array().is_some_and(|t| !t.is_empty()) && v["hosts"][0]["pid"].is_u64()
+    });
+    let pid = v["hosts"][0]["pid"].as_u64().unwrap();
+    let body = r#"{"tool":"faults_spins","args":{},"timeout_ms":30000}"#;
+    let mut stream = TcpStream::connect(&srv.addr).unwrap();
+    write!(
+        stream,
+        "POST /api/invoke HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        srv.addr,
+        srv.token(),
+        body.len()
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(stream);
+    let gone_at = std::time::Instant::now();
+    let alive = |pid: u64| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| !s.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
+            .unwrap_or(false)
+    };
+    while alive(pid) {
+        assert!(
+            gone_at.elapsed() < std::time::Duration::from_millis(750),
+            "the blocked host still runs {:?} after its client went away",
+            gone_at.elapsed()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let (status, v) = srv.post(
+        "invoke",
+        &serde_json::json!({ "tool": "faults_count", "args": { "file": s.root.path().join("n").display().to_string() } }),
+    );
+    assert_eq!(
+        (status, v["status"].as_str()),
+        (200, Some("completed")),
+        "{v}"
+    );
+}

@@ -386,3 +386,150 @@ async fn a_revoked_source_stops_at_once_even_mid_call() {
     );
     berth.shutdown_hosts().await;
 }
+
+/// A caller that gives up (drops the call: a shorter deadline above, an HTTP client gone) on a
+/// tool that never yields: the call is cancelled, and since the tool cannot stop, its host's
+/// tree is killed after the grace — within 750 ms — and the next call works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_that_gives_up_on_a_blocked_tool_has_it_killed_after_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let berth = berth_with_faults(dir.path());
+    berth.activate().await;
+    let host =
+        berth_runtime::catalog::host_for_bench(&berth, berth_runtime::runtimes::RuntimeKind::Bun)
+            .await;
+    let call = berth.invoke(
+        "faults_spins",
+        serde_json::json!({}),
+        None,
+        Some(Duration::from_secs(30)),
+    );
+    let gave_up = tokio::time::timeout(Duration::from_millis(300), call).await;
+    assert!(gave_up.is_err(), "the spinning tool answered");
+    let at = std::time::Instant::now();
+    while berth_runtime::host::procs::is_running(host.pid) {
+        assert!(
+            at.elapsed() < Duration::from_millis(750),
+            "the host still runs after {:?}",
+            at.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    eprintln!("gave up → host tree gone: {:?}", at.elapsed());
+    assert!(host.is_lost());
+    assert_answers(&berth, dir.path()).await;
+    berth.shutdown_hosts().await;
+}
+
+/// One plugin that keeps crashing its host spends its own budget, not the backend's: it is
+/// paused with the reason, and the innocent neighbour sharing its host keeps answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_keeps_crashing_its_host_is_paused_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("project/.opencode/tools")).unwrap();
+    std::fs::write(
+        dir.path().join("project/.opencode/tools/innocent.ts"),
+        "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'answers', args: {}, async execute() { return 'still here' } })\n",
+    )
+    .unwrap();
+    let berth = berth_with_faults(dir.path());
+    for _ in 0..5 {
+        let _ = berth
+            .invoke("faults_exits", serde_json::json!({}), None, None)
+            .await;
+        let r = berth
+            .invoke("innocent", serde_json::json!({}), None, None)
+            .await
+            .unwrap();
+        assert_eq!(r.output.as_deref(), Some("still here"), "{r:?}");
+    }
+    let faults = berth
+        .status()
+        .sources
+        .iter()
+        .find(|s| s.entry.ends_with("faults.ts"))
+        .unwrap()
+        .clone();
+    let err = berth
+        .invoke(
+            "faults_count",
+            serde_json::json!({ "file": dir.path().join("n") }),
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, "temporarily-unavailable", "{err:?}");
+    assert_eq!(
+        err.plugin.as_deref(),
+        Some(faults.id.as_str()),
+        "blame goes to the plugin"
+    );
+    berth.rescan();
+    let state = |entry: &str| {
+        berth
+            .status()
+            .sources
+            .iter()
+            .find(|s| s.entry.ends_with(entry))
+            .unwrap()
+            .state
+    };
+    assert_eq!(state("faults.ts"), berth_discovery::SourceState::Paused);
+    assert_eq!(state("innocent.ts"), berth_discovery::SourceState::Active);
+    berth.shutdown_hosts().await;
+}
+
+/// Losses no plugin can be blamed for (the host killed while idle) pause the backend: each
+/// physical loss counts once however often a host is asked for afterwards, the pause holds
+/// until the person resumes, and a resume opens a new budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_loss_counts_once_and_a_pause_holds_until_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let berth = berth_with_faults(dir.path());
+    let bun = berth_runtime::runtimes::RuntimeKind::Bun;
+    let kill_idle_host = || async {
+        let host = berth_runtime::catalog::host_for_bench(&berth, bun).await;
+        // SAFETY: signalling the host process this test started.
+        unsafe { libc::kill(host.pid as i32, libc::SIGKILL) };
+        while !host.is_lost() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    // Two idle losses, each followed by many asks: still not paused (each counted once).
+    for _ in 0..2 {
+        kill_idle_host().await;
+        for _ in 0..5 {
+            let r = berth
+                .invoke(
+                    "faults_count",
+                    serde_json::json!({ "file": dir.path().join("n") }),
+                    None,
+                    None,
+                )
+                .await;
+            assert!(
+                r.is_ok_and(|r| r.output.as_deref() == Some("counted")),
+                "paused too early"
+            );
+        }
+    }
+    kill_idle_host().await;
+    for _ in 0..3 {
+        let err = berth
+            .invoke(
+                "faults_count",
+                serde_json::json!({ "file": dir.path().join("n") }),
+                None,
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, "temporarily-unavailable");
+    }
+    assert_eq!(berth.resume_hosts().await.len(), 1);
+    assert_answers(&berth, dir.path()).await;
+    kill_idle_host().await;
+    assert_answers(&berth, dir.path()).await;
+    berth.shutdown_hosts().await;
+}

@@ -214,6 +214,28 @@ impl Berth {
                 Err(_) => {}
             }
         }
+        // A plugin that spent its own restart budget is paused until the person resumes it;
+        // the others run on (it is withdrawn like a revoked source).
+        if let Some(sup) = self.inner_supervisor_if_started() {
+            for (id, why) in sup.quarantined() {
+                if cleared.remove(&id).is_some() {
+                    self.catalog()
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .activity
+                        .insert(id.clone(), SourceState::Paused);
+                    act.problems.push(
+                        BerthError::new(
+                            code::TEMPORARILY_UNAVAILABLE,
+                            "host",
+                            format!("{id} is paused: {why}"),
+                            "look at its diagnostics and log, then press Resume on the status page",
+                        )
+                        .for_plugin(id),
+                    );
+                }
+            }
+        }
         // Revocation: tools of sources no longer cleared are withdrawn at once.
         let withdrawn: Vec<String> = {
             let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
@@ -229,7 +251,8 @@ impl Berth {
                 cat.loaded.remove(id);
                 cat.activity.remove(id);
             }
-            cat.activity.retain(|id, _| cleared.contains_key(id));
+            cat.activity
+                .retain(|id, st| cleared.contains_key(id) || *st == SourceState::Paused);
             gone
         };
         let sup = match self.supervisor().await {

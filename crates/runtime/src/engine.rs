@@ -225,6 +225,11 @@ impl Berth {
             .cloned()
     }
 
+    /// The supervisor, if something started it (status reads never start hosts).
+    pub(crate) fn inner_supervisor_if_started(&self) -> Option<Arc<HostSupervisor>> {
+        self.inner.supervisor.get().cloned()
+    }
+
     /// Stops every plugin host (their trees are killed and reaped).
     pub async fn shutdown_hosts(&self) {
         if let Some(s) = self.inner.supervisor.get() {
@@ -285,6 +290,12 @@ impl Berth {
             .get()
             .map(|s| s.hosts_now())
             .unwrap_or_default();
+        let quarantined = self
+            .inner
+            .supervisor
+            .get()
+            .map(|s| s.quarantined())
+            .unwrap_or_default();
         let project_key = if g.has_git {
             g.worktree.display().to_string()
         } else {
@@ -314,13 +325,17 @@ impl Berth {
                     // Options go to the plugin as written; every view shows secrets redacted.
                     source.options = source.options.as_ref().map(crate::secret::redact_options);
                     if state == SourceState::Paused {
-                        source.diagnostics.push(berth_discovery::Diagnostic::new(
-                            code::TEMPORARILY_UNAVAILABLE,
-                            format!(
-                                "its plugin host stopped {} times within {} minutes and is paused; nothing of this source runs until it is resumed",
+                        let why = match quarantined.get(&src.id) {
+                            Some(why) => format!("{why}; it is paused, and the other plugins run on"),
+                            None => format!(
+                                "its plugin host was lost {} times within {} minutes and is paused; nothing of this source runs until it is resumed",
                                 crate::host::RESTART_BUDGET,
                                 crate::host::RESTART_WINDOW.as_secs() / 60
                             ),
+                        };
+                        source.diagnostics.push(berth_discovery::Diagnostic::new(
+                            code::TEMPORARILY_UNAVAILABLE,
+                            why,
                             "look at the plugin's diagnostics and log, then press Resume on the status page (or restart Berth)",
                         ));
                     }

@@ -5,8 +5,11 @@
 //! Invariant: only this module holds child process handles; a call whose host dies is failed
 //! with `process-lost`/`worker-lost`, never sent again.
 
+pub mod budget;
 pub mod channel;
 pub mod procs;
+
+pub use budget::{Loss, RestartBudget, RESTART_BUDGET, RESTART_WINDOW};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -35,9 +38,6 @@ pub const ACK_TIMEOUT: Duration = Duration::from_secs(3);
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Calls waiting or running per host, at most; more are refused with `overloaded`.
 pub const QUEUE_LIMIT: usize = 64;
-/// Crashes within [`RESTART_WINDOW`] after which a backend is paused.
-pub const RESTART_BUDGET: usize = 3;
-pub const RESTART_WINDOW: Duration = Duration::from_secs(300);
 /// Calls from plugin code into Berth (`up` frames) served at once per host; more are refused.
 pub const UPCALL_LIMIT: usize = 16;
 /// How often a busy host's memory is checked.
@@ -228,6 +228,9 @@ struct Pending {
     tx: oneshot::Sender<Result<Value, CallError>>,
     /// The plugin instance the call is for (a revoked source's calls are stopped by it).
     instance: String,
+    /// Every plugin whose code the call runs (a hook chain's plugins, a tool's hooks): a loss
+    /// while it is in flight is blamed on that plugin only when it is the only one.
+    involves: Vec<String>,
     acked: bool,
     meta: Option<mpsc::UnboundedSender<(Option<String>, Value)>>,
 }
@@ -250,6 +253,10 @@ pub struct Host {
     pub pid: u32,
     /// The value of `procs::TREE_VAR` in this host's processes.
     tree: String,
+    /// Where its loss is counted (the supervisor's budgets).
+    budget: Arc<Mutex<RestartBudget>>,
+    /// This host itself, for work that outlives a borrowed call (a caller that gave up).
+    me: std::sync::Weak<Host>,
     /// Callers write their own frames (no hop through a writer task); the lock keeps frames whole.
     writer: Arc<tokio::sync::Mutex<tokio::net::unix::OwnedWriteHalf>>,
     pending: Mutex<HashMap<u64, Pending>>,
@@ -398,10 +405,16 @@ impl Host {
         self.kill(why);
     }
 
-    /// Kills the host's process tree and fails its in-flight calls (never replayed).
+    /// Kills the host's process tree and fails its in-flight calls (never replayed). The loss
+    /// is blamed on the one plugin whose work was in flight, if there was exactly one.
     pub fn kill(&self, why: &str) {
+        self.kill_blaming(why, None);
+    }
+
+    /// Kills the host, blaming `culprit` when the cause is known to be its call.
+    fn kill_blaming(&self, why: &str, culprit: Option<String>) {
         procs::kill_group(self.pid as i32);
-        self.mark_lost(why);
+        self.mark_lost(why, culprit);
         // A descendant that left the group (its own session) is reparented to us only once the
         // host's last thread has exited: reclaiming before that finds nothing, and the
         // descendant then outlives Berth (seen in 19 of 30 runs). SIGKILL lands within
@@ -413,11 +426,32 @@ impl Host {
         procs::reclaim_orphans(&self.tree);
     }
 
-    fn mark_lost(&self, why: &str) {
+    fn mark_lost(&self, why: &str, culprit: Option<String>) {
         if self.lost.swap(true, Ordering::SeqCst) {
             return;
         }
         self.stop_services();
+        let culprit = culprit.or_else(|| {
+            let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            let mut who: Vec<&String> = pending.values().flat_map(|p| &p.involves).collect();
+            who.sort();
+            who.dedup();
+            (who.len() == 1).then(|| who[0].clone())
+        });
+        // One physical loss, counted once, here.
+        let quarantined = self
+            .budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(&Loss {
+                backend: self.backend,
+                why: why.to_string(),
+                culprit: culprit.clone(),
+                crashed: !self.stopping.load(Ordering::SeqCst),
+            });
+        if let Some(plugin) = quarantined {
+            tracing::warn!(plugin = %plugin, "a plugin spent its restart budget and is paused until resumed");
+        }
         if self.stopping.load(Ordering::SeqCst) {
             tracing::info!(
                 pid = self.pid,
@@ -462,7 +496,7 @@ impl Host {
                 "the plugin host is not running",
             ));
         }
-        let Ok(_permit) = self.queue.clone().try_acquire_owned() else {
+        let Ok(permit) = self.queue.clone().try_acquire_owned() else {
             return Err(CallError::new(
                 code::OVERLOADED,
                 format!(
@@ -472,6 +506,7 @@ impl Host {
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let input_digest = berth_discovery::sha256_hex(body.to_string().as_bytes());
+        let involved_body = body.clone();
         let frame = encode(&ToHost::Req {
             v: PROTOCOL_VERSION,
             id,
@@ -491,6 +526,7 @@ impl Host {
                 id,
                 Pending {
                     tx,
+                    involves: involved(instance, kind, &involved_body),
                     instance: instance.to_string(),
                     acked: false,
                     meta: opts.metadata.clone(),
@@ -515,6 +551,7 @@ impl Host {
             host: self,
             id,
             armed: true,
+            permit: Some(permit),
         };
         let ack_deadline = tokio::time::sleep(ACK_TIMEOUT);
         tokio::pin!(ack_deadline);
@@ -574,14 +611,19 @@ impl Host {
             // The plugin honoured the signal and ended (either way, the caller asked to stop).
             Ok(_) => {}
             Err(_) => {
-                self.pending
+                let culprit = self
+                    .pending
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
-                self.kill(&format!(
-                    "a call did not stop within {} ms of its cancel",
-                    CANCEL_GRACE.as_millis()
-                ));
+                    .remove(&id)
+                    .map(|p| p.instance);
+                self.kill_blaming(
+                    &format!(
+                        "a call did not stop within {} ms of its cancel",
+                        CANCEL_GRACE.as_millis()
+                    ),
+                    culprit,
+                );
             }
         }
         self.pending
@@ -747,10 +789,39 @@ impl Host {
     }
 }
 
+/// The plugins whose code a call runs: a hook chain's instances, a tool's source and the
+/// plugins of its `tool.execute.before/after` hooks, or the one instance.
+fn involved(instance: &str, kind: CallKind, body: &Value) -> Vec<String> {
+    let names = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect()
+    };
+    let mut out = match kind {
+        CallKind::HookChain => names(&body["instances"]),
+        CallKind::Invoke => {
+            let mut v = vec![instance.to_string()];
+            v.extend(names(&body["before"]));
+            v.extend(names(&body["after"]));
+            v
+        }
+        _ => vec![instance.to_string()],
+    };
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A call whose caller gave up (dropped the future: an HTTP client that went away, a shorter
+/// deadline above) is cancelled like any other: its AbortSignal fires, and if it has not ended
+/// after the grace the host's tree is killed. Its queue slot stays taken until then.
 struct GiveUpGuard<'h> {
     host: &'h Host,
     id: u64,
     armed: bool,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Drop for GiveUpGuard<'_> {
@@ -764,11 +835,44 @@ impl Drop for GiveUpGuard<'_> {
         }) {
             self.host.send_detached(frame);
         }
-        self.host
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.id);
+        let (Some(host), Ok(rt)) = (
+            self.host.me.upgrade(),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            self.host
+                .kill("a call whose caller gave up could not be watched");
+            return;
+        };
+        let (id, permit) = (self.id, self.permit.take());
+        rt.spawn(async move {
+            let until = tokio::time::Instant::now() + CANCEL_GRACE;
+            // The result (or the host's loss) removes the entry; a late answer is dropped.
+            while host
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(&id)
+                && !host.is_lost()
+                && tokio::time::Instant::now() < until
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let still = host
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            if let Some(call) = still.filter(|_| !host.is_lost()) {
+                host.kill_blaming(
+                    &format!(
+                        "a call whose caller gave up did not stop within {} ms of its cancel",
+                        CANCEL_GRACE.as_millis()
+                    ),
+                    Some(call.instance),
+                );
+            }
+            drop(permit);
+        });
     }
 }
 
@@ -780,7 +884,8 @@ pub struct HostSupervisor {
     /// The same hosts, readable without awaiting (the status snapshot is built synchronously).
     live: Mutex<Vec<Arc<Host>>>,
     generation: AtomicU64,
-    crashes: Mutex<HashMap<RuntimeKind, Vec<Instant>>>,
+    /// Losses per backend and per plugin, shared with every host (each reports its own loss).
+    budget: Arc<Mutex<RestartBudget>>,
     upcalls: Arc<dyn Upcalls>,
     /// The private folder the hosts' sockets are made in; created on the first spawn and
     /// removed with the supervisor.
@@ -806,7 +911,7 @@ impl HostSupervisor {
             hosts: Default::default(),
             live: Default::default(),
             generation: AtomicU64::new(1),
-            crashes: Default::default(),
+            budget: Default::default(),
             upcalls,
             run_dir: Mutex::new(None),
         }
@@ -817,14 +922,15 @@ impl HostSupervisor {
         &self.layout
     }
 
-    /// Manual resume of a paused backend: its crash history is forgotten, so the next call
-    /// starts a fresh host. Returns whether it was paused.
+    /// Manual resume of a paused backend and of quarantined plugins: their loss history is
+    /// forgotten (a new budget), so the next call starts a fresh host. Returns whether anything
+    /// was paused.
     pub fn resume(&self, backend: RuntimeKind) -> bool {
-        let was = self.is_paused(backend);
-        self.crashes
+        let was = self
+            .budget
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&backend);
+            .resume(backend);
         if was {
             tracing::info!(?backend, "paused plugin host resumed by the user");
         }
@@ -833,10 +939,18 @@ impl HostSupervisor {
 
     /// Whether `backend` spent its restart budget (it stays paused until resumed).
     pub fn is_paused(&self, backend: RuntimeKind) -> bool {
-        let crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
-        crashes.get(&backend).is_some_and(|l| {
-            l.iter().filter(|t| t.elapsed() < RESTART_WINDOW).count() >= RESTART_BUDGET
-        })
+        self.budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_paused(backend)
+    }
+
+    /// Plugins that spent their own restart budget, with the reason; paused until resumed.
+    pub fn quarantined(&self) -> std::collections::BTreeMap<String, String> {
+        self.budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .quarantined()
     }
 
     /// Running hosts, without awaiting.
@@ -865,22 +979,16 @@ impl HostSupervisor {
             if !h.is_lost() {
                 return Ok(h.clone());
             }
-            // A host retired on purpose is not a crash for the restart budget.
-            let crashed = !h.stopping.load(Ordering::SeqCst);
-            let mut crashes = self.crashes.lock().unwrap_or_else(|p| p.into_inner());
-            let list = crashes.entry(backend).or_default();
-            if crashed {
-                list.push(Instant::now());
-            }
-            list.retain(|t| t.elapsed() < RESTART_WINDOW);
-            if list.len() >= RESTART_BUDGET {
-                return Err(BerthError::new(
-                    code::TEMPORARILY_UNAVAILABLE,
-                    "host",
-                    format!("the {backend:?} plugin host stopped {RESTART_BUDGET} times within {} minutes and is paused", RESTART_WINDOW.as_secs() / 60),
-                    "look at the failing plugin's diagnostics, then resume it from the status page or restart Berth",
-                ));
-            }
+            // Its loss was counted once, when it happened; it is not asked again.
+            hosts.remove(&backend);
+        }
+        if self.is_paused(backend) {
+            return Err(BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "host",
+                format!("the {backend:?} plugin host was lost {RESTART_BUDGET} times within {} minutes, with no one plugin to blame, and is paused", RESTART_WINDOW.as_secs() / 60),
+                "look at the plugins' diagnostics and the log, then press Resume on the status page (or restart Berth)",
+            ));
         }
         let host = self.spawn(backend).await?;
         hosts.insert(backend, host.clone());
@@ -1098,7 +1206,8 @@ impl HostSupervisor {
         // Buffered: an `ack` and its result usually arrive together and are read in one go.
         let mut rd = tokio::io::BufReader::with_capacity(64 * 1024, rd);
         let writer = Arc::new(tokio::sync::Mutex::new(wr));
-        let host = Arc::new(Host {
+        let host = Arc::new_cyclic(|me| Host {
+            me: me.clone(),
             backend,
             generation,
             pid,
@@ -1115,6 +1224,7 @@ impl HostSupervisor {
             logs,
             upcalls: self.upcalls.clone(),
             upcall_slots: Arc::new(Semaphore::new(UPCALL_LIMIT)),
+            budget: self.budget.clone(),
             compat: Mutex::new(HashMap::new()),
         });
         let weak = Arc::downgrade(&host);

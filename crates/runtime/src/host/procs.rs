@@ -123,9 +123,9 @@ pub fn is_running(pid: u32) -> bool {
             .is_some_and(|s| s != 'Z' && s != 'X')
     };
     match std::fs::read_dir(format!("/proc/{pid}/task")) {
-        Ok(tasks) => tasks.flatten().any(|t| {
-            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| state(&s))
-        }),
+        Ok(tasks) => tasks
+            .flatten()
+            .any(|t| std::fs::read_to_string(t.path().join("stat")).is_ok_and(|s| state(&s))),
         Err(_) => std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| state(&s)),
     }
 }

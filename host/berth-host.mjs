@@ -5,6 +5,8 @@
 // Owns: importing modules the supervisor names, calling them, shaping results.
 // Must not: decide what may run (the supervisor's gate already did), read Berth's store, or
 // let a plugin's failure take down other calls.
+// First: the built-ins the host relies on, captured before any plugin code exists.
+import { stringify, parse, ErrorCtor, PromiseCtor, promiseThen, objectEntries, objectKeys, objectValues, isArray, SafeMap, SafeSet, SafeWeakMap, bufferAlloc, bufferAllocUnsafe, bufferByteLength, bufferConcat, bufWrite, bufWriteUInt32BE, bufReadUInt32BE, bufSubarray, bufToString, bufLength, stringSlice } from "./intrinsics.mjs"
 import net from "node:net"
 import { readFileSync } from "node:fs"
 import { pathToFileURL, fileURLToPath } from "node:url"
@@ -17,14 +19,14 @@ const MAX_OUTPUT = 1024 * 1024
 // The handshake facts come on stdin, read to its end before any plugin code exists: never from
 // the environment (`/proc/<pid>/environ` keeps what a process started with, whatever it deletes).
 const env = process.env
-const handshake = JSON.parse(readFileSync(0, "utf8"))
+const handshake = parse(readFileSync(0, "utf8"))
 const socketPath = handshake.socket
 const welcomeSecret = handshake.welcome
 const secret = handshake.secret
 const generation = Number(handshake.generation)
 const depsDir = handshake.hostDeps
 /** Each plugin's own loopback `serverUrl` (origin → the token that opens it), from its load request. */
-const serverTokens = new Map()
+const serverTokens = new SafeMap()
 installServerToken()
 
 const isBun = typeof globalThis.Bun !== "undefined"
@@ -54,7 +56,7 @@ async function installLoader() {
   installCjsGate(gate)
   const { register } = await import("node:module")
   const { port1, port2 } = new MessageChannel()
-  const acks = new Map()
+  const acks = new SafeMap()
   let next = 1
   port1.on("message", ({ ack, error }) => {
     const waiter = acks.get(ack)
@@ -68,7 +70,7 @@ async function installLoader() {
   gate.deps.set(self, [depsDir])
   register(new URL("./node-loader.mjs", import.meta.url).href, { data: { depsDir, trusted: gate.trusted, port: port2, self }, transferList: [port2] })
   return (manifest) =>
-    new Promise((resolve, reject) => {
+    new PromiseCtor((resolve, reject) => {
       const id = next++
       acks.set(id, { resolve, reject })
       port1.postMessage({ id, manifest })
@@ -116,37 +118,45 @@ function installServerToken() {
 // ---- framing -------------------------------------------------------------------------------
 const sock = net.createConnection(socketPath)
 sock.setNoDelay?.(true)
-let buffered = Buffer.alloc(0)
+// The channel's own methods, pinned on the socket itself: a plugin patching `emit`, `push` or
+// `write` on a prototype (EventEmitter, Readable, Writable, Socket) reaches its own sockets,
+// not this one.
+for (const name of ["emit", "push", "write", "_write", "_writev", "_writeGeneric", "end", "destroy"]) {
+  const f = sock[name]
+  if (typeof f === "function") Object.defineProperty(sock, name, { value: f, writable: false, configurable: false })
+}
+const sockWrite = sock.write.bind(sock)
+let buffered = bufferAlloc(0)
 
 function send(msg) {
-  const json = JSON.stringify(msg)
-  const length = Buffer.byteLength(json)
+  const json = stringify(msg)
+  const length = bufferByteLength(json)
   if (length > MAX_FRAME) {
     if (msg.t === "res") return send({ t: "res", v: PROTOCOL_VERSION, id: msg.id, ok: false, value: null, error: { code: "invalid-response", message: `the result is ${length} bytes, over the ${MAX_FRAME}-byte frame limit` } })
     return
   }
   // One buffer per frame: the length prefix and the body written in place.
-  const frame = Buffer.allocUnsafe(4 + length)
-  frame.writeUInt32BE(length, 0)
-  frame.write(json, 4)
-  sock.write(frame)
+  const frame = bufferAllocUnsafe(4 + length)
+  bufWriteUInt32BE(frame, length, 0)
+  bufWrite(frame, json, 4)
+  sockWrite(frame)
 }
 
 // The supervisor speaks first and must know the welcome secret; until it has, nothing it sends
 // is obeyed and nothing of ours is sent (a socket someone else put there learns nothing).
 let welcomed = false
 sock.on("data", (chunk) => {
-  buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk
+  buffered = bufLength(buffered) ? bufferConcat([buffered, chunk]) : chunk
   for (;;) {
-    if (buffered.length < 4) return
-    const len = buffered.readUInt32BE(0)
+    if (bufLength(buffered) < 4) return
+    const len = bufReadUInt32BE(buffered, 0)
     if (len > MAX_FRAME) return die("oversized frame from the supervisor")
-    if (buffered.length < 4 + len) return
-    const body = buffered.subarray(4, 4 + len)
-    buffered = buffered.subarray(4 + len)
+    if (bufLength(buffered) < 4 + len) return
+    const body = bufSubarray(buffered, 4, 4 + len)
+    buffered = bufSubarray(buffered, 4 + len)
     let msg
     try {
-      msg = JSON.parse(body.toString("utf8"))
+      msg = parse(bufToString(body, "utf8"))
     } catch {
       return die("malformed frame from the supervisor")
     }
@@ -176,16 +186,17 @@ process.on("unhandledRejection", (e) => process.stderr.write(`berth-host: unhand
 process.on("uncaughtException", (e) => process.stderr.write(`berth-host: uncaught exception: ${e?.stack ?? e}\n`))
 
 // ---- requests ------------------------------------------------------------------------------
-const cancels = new Map() // cancel_id -> AbortController
-const toolDefs = new Map() // `${instance}\u0000${name}` -> tool definition (tool files and plugin `tool` hooks)
+// The host's registries: module-private, on captured built-ins (no plugin can read or wrap them).
+const cancels = new SafeMap() // cancel_id -> AbortController
+const toolDefs = new SafeMap() // `${instance}\u0000${name}` -> tool definition (tool files and plugin `tool` hooks)
 
-const ups = new Map() // up id -> {resolve, reject}
+const ups = new SafeMap() // up id -> {resolve, reject}
 let nextUp = 1
 
 /** A call from plugin code into Berth; answered by one `down` frame. */
 function upcall(instance, method, body) {
   const up = nextUp++
-  return new Promise((resolve, reject) => {
+  return new PromiseCtor((resolve, reject) => {
     ups.set(up, { resolve, reject })
     send({ t: "up", v: PROTOCOL_VERSION, up, instance, method, body: body ?? null })
   })
@@ -201,12 +212,13 @@ function onMessage(msg) {
     return
   }
   if (msg.t === "cancel") {
-    cancels.get(msg.cancel_id)?.abort(new Error("cancelled"))
+    cancels.get(msg.cancel_id)?.abort(new ErrorCtor("cancelled"))
     return
   }
   if (msg.t !== "req") return
   send({ t: "ack", v: PROTOCOL_VERSION, id: msg.id })
-  handle(msg).then(
+  promiseThen(
+    handle(msg),
     (value) => send({ t: "res", v: PROTOCOL_VERSION, id: msg.id, ok: true, value, error: null }),
     (err) => send({ t: "res", v: PROTOCOL_VERSION, id: msg.id, ok: false, value: null, error: toWireError(err) }),
   )
@@ -214,14 +226,14 @@ function onMessage(msg) {
 
 function toWireError(err) {
   // A module the gate refused (at load, or imported later by running code) names its file.
-  if (isRefusal(err)) return { code: "action-required", message: refusalMessage(err).slice(0, 4000) }
+  if (isRefusal(err)) return { code: "action-required", message: stringSlice(refusalMessage(err), 0, 4000) }
   const code = typeof err?.berthCode === "string" ? err.berthCode : "plugin-failed"
-  const message = String(err?.message ?? err).slice(0, 4000)
+  const message = stringSlice(String(err?.message ?? err), 0, 4000)
   return { code, message }
 }
 
 function fail(code, message) {
-  const e = new Error(message)
+  const e = new ErrorCtor(message)
   e.berthCode = code
   return e
 }
@@ -316,7 +328,7 @@ function normalizeSchema(s) {
   return out
 }
 
-const validators = new WeakMap() // tool definition -> z.object of its args (or null)
+const validators = new SafeWeakMap() // tool definition -> z.object of its args (or null)
 
 /** The tool's own zod object, built once per definition. */
 function validatorOf(def) {
@@ -370,15 +382,32 @@ async function invoke(msg) {
     // OpenCode's order around every tool call: `tool.execute.before` mutates the very args
     // object `execute` gets (a replaced `output.args` is ignored), `tool.execute.after`
     // transforms the result (reassigning its fields works).
-    if (before?.length) await hookChain({ name: "tool.execute.before", instances: before, input: hookInput, output: { args: parsedArgs }, budgetMs })
+    // Beyond OpenCode (seed 003 §6.2): what the hooks left is checked against the tool's own
+    // schema again, and the tool runs on exactly the arguments that passed.
+    const givenArgs = stringify(parsedArgs)
+    let changedArgs = []
+    if (before?.length) {
+      const chained = await hookChain({ name: "tool.execute.before", instances: before, input: hookInput, output: { args: parsedArgs }, budgetMs })
+      if (stringify(parsedArgs) !== givenArgs) {
+        changedArgs = chained.steps.map((s) => s.instance)
+        if (validator) {
+          const again = validator.safeParse(parsedArgs)
+          if (!again.success) throw fail("invalid-arguments", `after tool.execute.before (plugins: ${changedArgs.join(", ")}) the arguments no longer match ${name}'s schema: ${z.prettifyError ? z.prettifyError(again.error) : again.error.message}`)
+          parsedArgs = again.data
+        }
+      }
+    }
+    // The arguments the tool really got, for the receipt.
+    const ranWith = changedArgs.length ? { finalArgs: parsedArgs } : {}
     const result = normalizeResult(await def.execute(parsedArgs, ctx))
-    if (!after?.length) return result
+    if (!after?.length) return { ...result, ...ranWith, transformedBy: changedArgs }
     const raw = structuredClone(result)
     const chained = await hookChain({ name: "tool.execute.after", instances: after, input: { ...hookInput, args: parsedArgs }, output: result, budgetMs })
     const final = chained.output
     if (!isPlainObject(final) || typeof final.output !== "string") throw fail("invalid-response", `tool.execute.after left a result without an output string (plugins: ${after.join(", ")})`)
-    const changed = JSON.stringify(final) !== JSON.stringify(raw)
-    return { ...normalizeResult(final), raw: changed ? raw : null, transformedBy: chained.steps.map((s) => s.instance) }
+    const changed = stringify(final) !== stringify(raw)
+    const by = [...changedArgs, ...chained.steps.map((s) => s.instance)]
+    return { ...normalizeResult(final), ...ranWith, raw: changed ? raw : null, transformedBy: [...new Set(by)] }
   } finally {
     cancels.delete(msg.cancel_id)
   }
@@ -391,14 +420,14 @@ function normalizeResult(raw) {
   else if (raw !== null && typeof raw === "object" && typeof raw.output === "string")
     result = { title: raw.title ?? "", output: raw.output, metadata: raw.metadata ?? {}, attachments: raw.attachments }
   else throw fail("invalid-response", `the tool returned ${raw === null ? "null" : typeof raw}; a tool must return a string or { output: string } (OpenCode fails on this too)`)
-  if (Buffer.byteLength(result.output) > MAX_OUTPUT) throw fail("invalid-response", `the tool's output is over ${MAX_OUTPUT} bytes`)
+  if (bufferByteLength(result.output) > MAX_OUTPUT) throw fail("invalid-response", `the tool's output is over ${MAX_OUTPUT} bytes`)
   return result
 }
 
 // ---- server plugins (OpenCode 1.18.4's loader, spec §2.4) ------------------------------------
-const hooksByInstance = new Map() // instance -> [Hooks objects, in export order]
+const hooksByInstance = new SafeMap() // instance -> [Hooks objects, in export order]
 
-const isPlainObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v)
+const isPlainObject = (v) => v !== null && typeof v === "object" && !isArray(v)
 
 /**
  * Imports a plugin module and runs its factories, exactly as OpenCode does:
@@ -473,7 +502,7 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
 }
 
 /** The hooks of OpenCode 1.18.4's `Hooks` interface (spec §1.3) that are functions. */
-const HOOK_NAMES = new Set([
+const HOOK_NAMES = new SafeSet([
   "dispose", "event", "config", "chat.message", "chat.params", "chat.headers", "permission.ask",
   "command.execute.before", "tool.execute.before", "tool.execute.after", "shell.env", "tool.definition",
   "experimental.chat.messages.transform", "experimental.chat.system.transform", "experimental.provider.small_model",
@@ -481,7 +510,7 @@ const HOOK_NAMES = new Set([
 ])
 
 // ---- auth hooks: login flows ------------------------------------------------------------------
-const flows = new Map() // flow id -> callback of an OAuth result
+const flows = new SafeMap() // flow id -> callback of an OAuth result
 let nextFlow = 1
 
 /** The last `auth` hook of `instance` for `provider` (as `opencode auth login` picks). */
@@ -622,7 +651,7 @@ const IN_PLACE = {
   "experimental.chat.system.transform": ["system"],
 }
 /** Hooks whose throw OpenCode only logs. */
-const LOG_ONLY = new Set(["config", "dispose"])
+const LOG_ONLY = new SafeSet(["config", "dispose"])
 
 /** Whether `v` serialises to more than a frame can carry (a cycle counts as too large). */
 function outputTooLarge(v) {

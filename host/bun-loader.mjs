@@ -10,6 +10,7 @@
 // file through that the gate did not admit, or read a file twice.
 import { createRequire, isBuiltin } from "node:module"
 import { looksCjs, jsonModule } from "./gate.mjs"
+import { SafeMap, stringify } from "./intrinsics.mjs"
 
 const LOADERS = { ".ts": "ts", ".mts": "ts", ".cts": "ts", ".tsx": "tsx", ".jsx": "jsx", ".js": "js", ".mjs": "js", ".cjs": "js", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml" }
 
@@ -36,7 +37,7 @@ export function cjsRequire(path) {
 
 /** Installs the loader; `gate` is the host's `Gate`. */
 export function installBunLoader(gate) {
-  const resolved = new Map() // `${importer}\0${spec}` → prepared path, or null
+  const resolved = new SafeMap() // `${importer}\0${spec}` → prepared path, or null
   /** A bare specifier of `importer`, resolved in the source's prepared dependencies; null if none has it. */
   preparedTarget = (spec, importer) => {
     const key = `${importer}\0${spec}`
@@ -102,14 +103,14 @@ export function installBunLoader(gate) {
  * `"module.exports"` name, so `require()` of it returns the value itself.
  */
 function commonJsModule(path, source) {
-  const P = JSON.stringify(path)
-  const D = JSON.stringify(path.slice(0, path.lastIndexOf("/")) || "/")
-  return `import { cjsRequire as __berth_cjs } from ${JSON.stringify(import.meta.url)};
+  const P = stringify(path)
+  const D = stringify(path.slice(0, path.lastIndexOf("/")) || "/")
+  return `import { cjsRequire as __berth_cjs } from ${stringify(import.meta.url)};
 import __berth_vm from "node:vm";
 const __berth_m = { exports: {}, id: ${P}, filename: ${P}, loaded: false, children: [], paths: [] };
 const __berth_req = __berth_cjs(${P});
 __berth_req.cache[${P}] = __berth_m;
-__berth_vm.compileFunction(${JSON.stringify(source)}, ["exports", "require", "module", "__filename", "__dirname"], { filename: ${P} }).call(__berth_m.exports, __berth_m.exports, __berth_req, __berth_m, ${P}, ${D});
+__berth_vm.compileFunction(${stringify(source)}, ["exports", "require", "module", "__filename", "__dirname"], { filename: ${P} }).call(__berth_m.exports, __berth_m.exports, __berth_req, __berth_m, ${P}, ${D});
 __berth_m.loaded = true;
 const __berth_e = __berth_m.exports;
 export { __berth_e as default, __berth_e as "module.exports" };

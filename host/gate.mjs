@@ -9,6 +9,20 @@
 // manifests it cleared), or resolve anything itself.
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
+import { SafeMap, objectEntries, isArray, ErrorCtor, stringify, parse, uncurry, getPrototypeOf } from "./intrinsics.mjs"
+
+// Captured with the rest of the host's built-ins: the gate's own reads and hashes (a plugin
+// patching `Hash.prototype.digest` must not make other bytes look approved).
+const readFile = readFileSync
+const newHash = createHash
+const Hash = getPrototypeOf(createHash("sha256"))
+const hashUpdate = uncurry(Hash.update)
+const hashDigest = uncurry(Hash.digest)
+const sha256 = (bytes) => {
+  const h = newHash("sha256")
+  hashUpdate(h, bytes)
+  return "sha256:" + hashDigest(h, "hex")
+}
 
 /** Marks an error as a refusal by the gate (the supervisor reports it as `action-required`). */
 export const REFUSED = "berth-refused"
@@ -18,9 +32,9 @@ export class Gate {
     /** Folders whose files load as they are: Berth's own prepared installs and host code. */
     this.trusted = trusted.map((r) => (r.endsWith("/") ? r : r + "/"))
     /** Real path → `sha256:` digest of the approved bytes. */
-    this.files = new Map()
+    this.files = new SafeMap()
     /** Real path → folders its bare imports resolve from (the source's prepared dependencies). */
-    this.deps = new Map()
+    this.deps = new SafeMap()
   }
 
   /** Whether `path` lies in one of Berth's own folders. */
@@ -34,28 +48,17 @@ export class Gate {
    * supervisor starts a fresh host instead).
    */
   admit(manifest) {
-    const files = Object.entries(manifest?.files ?? {})
-    for (const [path, digest] of files) {
+    const files = objectEntries(manifest?.files ?? {})
+    for (let i = 0; i < files.length; i++) {
+      const [path, digest] = files[i]
       const known = this.files.get(path)
       if (known !== undefined && known !== digest) throw refusal(`${path} changed since this host loaded it (approved ${short(known)}, now ${short(digest)})`)
     }
-    for (const [path, digest] of files) {
+    for (let i = 0; i < files.length; i++) {
+      const [path, digest] = files[i]
       this.files.set(path, digest)
-      if (Array.isArray(manifest.deps)) this.deps.set(path, manifest.deps)
+      if (isArray(manifest.deps)) this.deps.set(path, manifest.deps)
     }
-  }
-
-  /** The whole state, to hand to another thread (Node's module hooks). */
-  snapshot() {
-    return { trusted: this.trusted, files: [...this.files], deps: [...this.deps] }
-  }
-
-  static from(snap) {
-    const g = new Gate()
-    g.trusted = snap.trusted
-    g.files = new Map(snap.files)
-    g.deps = new Map(snap.deps)
-    return g
   }
 
   /** Folders a bare import in `importer` resolves from, in order (none: the runtime's own rules). */
@@ -70,8 +73,8 @@ export class Gate {
   readApproved(path) {
     const want = this.files.get(path)
     if (want === undefined) throw refusal(`${path} is not part of what was approved: Berth never showed it to you, so it does not run (a file that a source loads must be found by the scan; packages load only from what Berth prepared)`)
-    const bytes = readFileSync(path)
-    const got = "sha256:" + createHash("sha256").update(bytes).digest("hex")
+    const bytes = readFile(path)
+    const got = sha256(bytes)
     if (got !== want) throw refusal(`${path} changed since it was approved (approved ${short(want)}, now ${short(got)}); nothing of the new bytes ran`)
     return bytes
   }
@@ -82,7 +85,7 @@ function short(d) {
 }
 
 function refusal(message) {
-  const e = new Error(`${REFUSED}: ${message}`)
+  const e = new ErrorCtor(`${REFUSED}: ${message}`)
   e.berthCode = "action-required"
   return e
 }
@@ -114,9 +117,9 @@ export function looksCjs(text) {
 /** A JSON file as an ES module whose default (and CommonJS `module.exports`) is the value. */
 export function jsonModule(path, text) {
   try {
-    JSON.parse(text)
+    parse(text)
   } catch (e) {
     throw new SyntaxError(`${path} is not valid JSON: ${e.message}`)
   }
-  return `const __berth_json = JSON.parse(${JSON.stringify(text)});\nexport { __berth_json as default, __berth_json as "module.exports" };\n`
+  return `const __berth_json = JSON.parse(${stringify(text)});\nexport { __berth_json as default, __berth_json as "module.exports" };\n`
 }

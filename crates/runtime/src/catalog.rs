@@ -504,7 +504,7 @@ impl Berth {
 
     /// Imports one server plugin in `host` and runs its factories (OpenCode's module rules).
     /// Returns the tools it registered, the names of its hooks and its `auth` descriptions.
-    async fn load_plugin(
+    pub(crate) async fn load_plugin(
         &self,
         host: &crate::host::Host,
         source: &berth_discovery::Source,
@@ -841,6 +841,21 @@ impl Berth {
                 opts,
             )
             .await;
+        // The output budget holds on this side too, whatever the host let through.
+        let outcome = outcome.and_then(|v| {
+            let size = v["output"].as_str().map_or(0, str::len);
+            if size > berth_protocol::MAX_TOOL_OUTPUT_BYTES {
+                Err(crate::host::CallError {
+                    code: code::INVALID_RESPONSE,
+                    message: format!(
+                        "the tool's output is {size} bytes, over the {}-byte limit",
+                        berth_protocol::MAX_TOOL_OUTPUT_BYTES
+                    ),
+                })
+            } else {
+                Ok(v)
+            }
+        });
         let by: Vec<String> = outcome
             .as_ref()
             .ok()
@@ -849,6 +864,12 @@ impl Berth {
             .flatten()
             .filter_map(|s| s.as_str().map(str::to_string))
             .collect();
+        // When `tool.execute.before` hooks changed the arguments, the receipt names what ran.
+        let ran_with = outcome
+            .as_ref()
+            .ok()
+            .filter(|v| !v["finalArgs"].is_null())
+            .map(|v| berth_discovery::sha256_hex(v["finalArgs"].to_string().as_bytes()));
         let end = match &outcome {
             Ok(v) => Finish {
                 title: v["title"].as_str(),
@@ -856,6 +877,7 @@ impl Berth {
                 metadata: Some(&v["metadata"]),
                 raw: Some(&v["raw"]).filter(|r| !by.is_empty() && !r.is_null()),
                 transformed_by: &by,
+                args_digest: ran_with.as_deref(),
                 ..Finish::new(ReceiptStatus::Completed)
             },
             Err(e) => Finish {

@@ -713,7 +713,33 @@ impl Berth {
             .for_plugin(p.plugin.clone()));
         };
         let backend = crate::approval::backend_for(&self.runtimes());
-        let host = self.supervisor().await?.host(backend).await?;
+        // The login runs in a host of its own with only this plugin loaded: the code the
+        // person pastes and the tokens it turns into cross no other plugin's process.
+        let fresh = self.fresh_scan();
+        let source = fresh
+            .sources
+            .iter()
+            .find(|s| s.id == p.plugin)
+            .filter(|s| {
+                self.with_store(|st| {
+                    crate::approval::gate(st, s, self.domain(), backend, &self.project_key())
+                })
+                .is_ok()
+            })
+            .ok_or_else(|| {
+                BerthError::new(
+                    code::ACTION_REQUIRED,
+                    "auth",
+                    format!("{} is no longer approved as it is now", p.plugin),
+                    "review it and approve it again, then log in",
+                )
+                .for_plugin(p.plugin.clone())
+            })?;
+        let host = RetireWhenDone(self.supervisor().await?.dedicated(backend).await?);
+        self.load_plugin(&host.0, source, backend)
+            .await
+            .map_err(|e| e.for_plugin(p.plugin.clone()))?;
+        let host = &host.0;
         let long = CallOptions {
             timeout: Duration::from_secs(300),
             ..CallOptions::default()
@@ -838,6 +864,15 @@ impl Berth {
 }
 
 /// An OpenCode auth result (`{type:"success", key|access…}`) as the stored `Auth` JSON.
+/// A host started for one login, retired however the login ends.
+struct RetireWhenDone(std::sync::Arc<crate::host::Host>);
+
+impl Drop for RetireWhenDone {
+    fn drop(&mut self) {
+        self.0.retire("the login it was started for ended");
+    }
+}
+
 fn auth_result_to_secret(r: &Value) -> Result<Secret, String> {
     if r["type"] != "success" {
         return Err("the plugin reported the login as failed".into());

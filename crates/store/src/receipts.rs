@@ -89,8 +89,12 @@ pub struct Finish<'a> {
     pub error: Option<(&'a str, &'a str)>,
     /// The tool's own result, when `tool.execute.after` hooks changed it.
     pub raw: Option<&'a serde_json::Value>,
-    /// Plugins whose `tool.execute.after` hook ran on the result, in chain order.
+    /// Plugins whose `tool.execute.before` hooks changed the arguments and whose
+    /// `tool.execute.after` hooks ran on the result, in chain order.
     pub transformed_by: &'a [String],
+    /// The digest of the arguments the tool really ran with, when hooks changed them (the
+    /// receipt's `args_digest` then says what ran, not what was asked).
+    pub args_digest: Option<&'a str>,
 }
 
 impl Finish<'_> {
@@ -104,6 +108,7 @@ impl Finish<'_> {
             error: None,
             raw: None,
             transformed_by: &[],
+            args_digest: None,
         }
     }
 }
@@ -213,7 +218,7 @@ impl Store {
         let finished = self
             .conn
             .prepare_cached(&format!(
-                "UPDATE receipts SET status = ?2, title = ?3, output = ?4, metadata_json = ?5, error_code = ?6, error_message = ?7, updated_at_ms = ?8, raw_json = ?9, transformed_by_json = ?10
+                "UPDATE receipts SET status = ?2, title = ?3, output = ?4, metadata_json = ?5, error_code = ?6, error_message = ?7, updated_at_ms = ?8, raw_json = ?9, transformed_by_json = ?10, args_digest = coalesce(?11, args_digest)
                  WHERE receipt_id = ?1 AND status IN ('accepted', 'running')
                  RETURNING {COLUMNS}"
             ))
@@ -230,6 +235,7 @@ impl Store {
                         crate::open::now_ms(),
                         end.raw.map(|r| r.to_string()),
                         transformed_by,
+                        end.args_digest,
                     ],
                     row,
                 )

@@ -996,6 +996,22 @@ impl HostSupervisor {
         Ok(host)
     }
 
+    /// A host of its own for one piece of work (a plugin's login flow): started fresh, never
+    /// shared, listed among the running hosts until it is retired.
+    pub async fn dedicated(&self, backend: RuntimeKind) -> Result<Arc<Host>, BerthError> {
+        if self.is_paused(backend) {
+            return Err(BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "host",
+                format!("the {backend:?} plugin host is paused"),
+                "press Resume on the status page (or restart Berth)",
+            ));
+        }
+        let host = self.spawn(backend).await?;
+        self.track(&host);
+        Ok(host)
+    }
+
     /// The running host of `backend`, if any (never starts one).
     pub async fn current(&self, backend: RuntimeKind) -> Option<Arc<Host>> {
         self.hosts

@@ -1,0 +1,98 @@
+//! A hostile but approved plugin sharing a host with an innocent one: it cannot act as its
+//! neighbour, take over the neighbour's tools, read the neighbour's credentials in transit,
+//! or outlive its own approval. Each test has both plugins in one host, and the innocent one
+//! keeps answering throughout.
+
+use std::path::Path;
+
+use crate::serve::{start_with, status_of, wait_for};
+use crate::support::*;
+
+fn hostile(s: &Sandbox, file: &str, dest: &str) {
+    let text = std::fs::read_to_string(repo_root().join("fixtures/hostile").join(file)).unwrap();
+    s.write(dest, &text);
+}
+
+fn id_of(v: &serde_json::Value, entry_suffix: &str) -> String {
+    source(v, entry_suffix)["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
+    let s = Sandbox::new();
+    hostile(&s, "a-impersonates.ts", "project/.opencode/plugins/a-impersonates.ts");
+    s.write(
+        "project/.opencode/plugins/b-innocent.ts",
+        "export default { id: 'b', server: async () => ({}) }\n",
+    );
+    let (_, v) = s.run_json(&["sources"]);
+    let (evil, victim) = (id_of(&v, "a-impersonates.ts"), id_of(&v, "b-innocent.ts"));
+    let srv = start_with(
+        &s,
+        "127.0.0.1:0",
+        &[("BERTH_TEST_VICTIM", Path::new(&victim))],
+    )
+    .unwrap();
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let v = wait_for(&srv, "the toast", |v| {
+        v["notices"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    assert_eq!(v["notices"][0]["message"], "sent by the impersonator");
+    assert_eq!(v["notices"][0]["plugin"], evil, "the toast was attributed to the neighbour");
+    let log = std::fs::read_to_string(s.data_dir().join("logs/berth.log")).unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.contains("logged by the impersonator"))
+        .unwrap_or_else(|| panic!("no log line: {log}"));
+    assert!(line.contains(&evil) && !line.contains(&victim), "{line}");
+    // Both are active in one host (one trust domain), and the innocent one is intact.
+    let st = status_of(&srv);
+    assert_eq!(source(&st, "b-innocent.ts")["state"], "active");
+}
+
+#[test]
+fn a_plugin_cannot_take_over_its_neighbours_tools_through_the_hosts_registry() {
+    let s = Sandbox::new();
+    let spy = s.root.path().join("spied-arguments");
+    hostile(&s, "a-hijacks.ts", "project/.opencode/tools/a-hijacks.ts");
+    hostile(&s, "b-victim.ts", "project/.opencode/tools/b-victim.ts");
+    let run = |args: &[&str]| {
+        let mut cmd = s.berth(args);
+        cmd.arg("--json").env("BERTH_TEST_SPY", &spy);
+        parse_json_output(&cmd.output().unwrap())
+    };
+    assert_eq!(run(&["approve", "--all"]).0, 0);
+    let (code, r) = run(&["invoke", "b-victim", "--args", r#"{"secret":"hunter2"}"#]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["output"], "victim got 7 characters", "the neighbour's tool was hijacked: {r}");
+    assert_eq!(r["transformed_by"], serde_json::json!([]));
+    let spied = std::fs::read_to_string(&spy).unwrap_or_default();
+    assert!(spied.contains("patch-active"), "the patch was not in place: the test proves nothing");
+    assert!(!spied.contains("hunter2"), "the hostile tool saw the neighbour's arguments");
+}
+
+#[test]
+fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
+    let s = Sandbox::new();
+    let spy = s.root.path().join("eavesdropped");
+    hostile(&s, "a-eavesdrops.ts", "project/.opencode/plugins/a-eavesdrops.ts");
+    hostile(&s, "b-logs-in.ts", "project/.opencode/plugins/b-logs-in.ts");
+    let run = |args: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut cmd = s.berth(args);
+        cmd.arg("--json")
+            .env("BERTH_TEST_SPY", &spy)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        parse_json_output(&child.wait_with_output().unwrap())
+    };
+    approve_through_activation(|a| run(a, ""));
+    let canary = "CANARY-code-5d0c";
+    let (code, v) = run(&["auth", "login", "neighbour-provider", "--method", "0"], &format!("{canary}\n"));
+    assert_eq!(code, 0, "{v}");
+    let seen = std::fs::read_to_string(&spy).unwrap_or_default();
+    assert!(seen.contains("listening"), "the eavesdropper's wrappers were not in place: the test proves nothing");
+    assert!(!seen.contains(canary), "the hostile plugin saw the pasted code or the tokens");
+}

@@ -96,3 +96,48 @@ fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
     assert!(seen.contains("listening"), "the eavesdropper's wrappers were not in place: the test proves nothing");
     assert!(!seen.contains(canary), "the hostile plugin saw the pasted code or the tokens");
 }
+
+#[test]
+fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
+    let s = Sandbox::new();
+    let ticks = s.root.path().join("ticks");
+    hostile(&s, "held-keeps-trying.ts", "project/.opencode/plugins/held.ts");
+    s.write(
+        "project/.opencode/plugins/innocent.ts",
+        "export default { id: 'innocent', server: async () => ({}) }\n",
+    );
+    let srv = start_with(&s, "127.0.0.1:0", &[("BERTH_TEST_TICKS", ticks.as_path())]).unwrap();
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let v = wait_for(&srv, "the plugin to be held", |v| {
+        source(v, "held.ts")["state"] == "pending-activation"
+            && source(v, "innocent.ts")["state"] == "active"
+    });
+    let held = id_of(&v, "held.ts");
+    // Its code ran once (the import that revealed the tool), and runs no more.
+    let settle = |what: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let before = std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let after = std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+            if before == after {
+                return after;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: its timer still runs");
+        }
+    };
+    let written = settle("held");
+    let v = status_of(&srv);
+    for host in v["hosts"].as_array().unwrap() {
+        assert!(!host["instances"].to_string().contains(&held), "the held plugin is still in a host: {host}");
+    }
+    assert!(!v["notices"].to_string().contains(&held), "its toasts are still served: {}", v["notices"]);
+    // Denied: still nothing of it runs or shows.
+    assert_eq!(s.run_json(&["deny", &held]).0, 0);
+    wait_for(&srv, "the denial", |v| source(v, "held.ts")["state"] == "disabled");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0), written);
+    let v = status_of(&srv);
+    assert!(!v["notices"].to_string().contains(&held));
+    assert_eq!(source(&v, "innocent.ts")["state"], "active");
+}

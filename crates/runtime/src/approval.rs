@@ -296,8 +296,18 @@ pub fn gate(
 ) -> Result<(), String> {
     let key = key_for(source, domain, backend, project);
     let row = store.current_approval(&key).map_err(|e| e.to_string())?;
-    // Import is checkpoint one; what the module then contributes is checked after it.
-    match evaluate(source, row.as_ref(), &key, None) {
+    // Import is checkpoint one; what the module then contributes is checked after it — and once
+    // these bytes are known to contribute more than was approved, they are not imported again
+    // until the person approves that (their code must not run while held).
+    let observed = store
+        .contributions(&source.id, &source.digest, &key.backend)
+        .map_err(|e| e.to_string())?;
+    match evaluate(source, row.as_ref(), &key, observed.as_ref()) {
+        (SourceState::PendingActivation, view) => Err(format!(
+            "{} is held for review: it registers more than was approved ({})",
+            source.id,
+            view.grew.join("; ")
+        )),
         (SourceState::Discovered, _) => Ok(()),
         (SourceState::Disabled, _) => Err(format!("{} is denied", source.id)),
         (_, view) if !view.grew.is_empty() => Err(format!(

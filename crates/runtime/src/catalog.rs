@@ -45,6 +45,9 @@ pub struct Activation {
     pub tools: Vec<ToolEntry>,
     /// Sources that could not be activated, each with its error.
     pub problems: Vec<BerthError>,
+    /// A held source's host was stopped during this pass: what it loaded before is loaded again.
+    #[serde(skip)]
+    held_code: bool,
 }
 
 #[derive(Default)]
@@ -94,7 +97,17 @@ impl Berth {
     /// withdraws the tools of every source that is no longer approved, and returns the
     /// catalog. Problems are per source; the others still load. Publishes the new status.
     pub async fn activate(&self) -> Activation {
-        let act = self.activate_inner().await;
+        let mut act = self.activate_inner().await;
+        if act.held_code {
+            // The sources loaded before the held one shared its stopped host.
+            let again = self.activate_inner().await;
+            for p in again.problems {
+                if !act.problems.iter().any(|q| q.plugin == p.plugin && q.code == p.code) {
+                    act.problems.push(p);
+                }
+            }
+            act.tools = again.tools;
+        }
         self.rescan();
         act
     }
@@ -251,6 +264,9 @@ impl Berth {
                 cat.loaded.remove(id);
                 cat.activity.remove(id);
             }
+            drop(cat);
+            self.withdraw_world(&gone);
+            let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
             cat.activity
                 .retain(|id, st| cleared.contains_key(id) || *st == SourceState::Paused);
             gone
@@ -421,24 +437,35 @@ impl Berth {
                         .map(|r| r.shown)
                         .unwrap_or_default();
                     let extra = approval::unapproved_contributions(&shown, &observed);
-                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
-                    cat.tools.retain(|_, t| t.provider.source_id != id);
                     if !extra.is_empty() {
-                        // Checkpoint two: the module contributes more than was approved.
-                        cat.activity
-                            .insert(id.clone(), SourceState::PendingActivation);
-                        cat.loaded.remove(&id);
+                        // Checkpoint two: the module contributes more than was approved. None
+                        // of it is registered, and its code — already imported — must not keep
+                        // running: its host is stopped now (the others are loaded again).
+                        {
+                            let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                            cat.tools.retain(|_, t| t.provider.source_id != id);
+                            cat.activity
+                                .insert(id.clone(), SourceState::PendingActivation);
+                            cat.loaded.clear();
+                            cat.hooks.retain(|h| h.source_id != id);
+                        }
+                        sup.revoke(backend, std::slice::from_ref(&id), "it registers more than was approved and is held for review")
+                            .await;
+                        act.held_code = true;
                         act.problems.push(
                             BerthError::new(
                                 code::ACTION_REQUIRED,
                                 "activation",
-                                format!("the loaded module contributes more than was approved ({}); none of it is registered (pending-activation)", extra.join("; ")),
+                                format!("the loaded module contributes more than was approved ({}); none of it is registered and its code was stopped (pending-activation)", extra.join("; ")),
                                 "review what it registers and approve the source again",
                             )
                             .for_plugin(id.clone()),
                         );
+                        self.withdraw_world(std::slice::from_ref(&id));
                         continue;
                     }
+                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                    cat.tools.retain(|_, t| t.provider.source_id != id);
                     host.loaded
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -493,6 +520,13 @@ impl Berth {
             .cloned()
             .collect();
         act
+    }
+
+    /// Takes back the toasts and open prompts of sources that no longer run.
+    fn withdraw_world(&self, ids: &[String]) {
+        if !ids.is_empty() && self.world().withdraw(ids) {
+            self.publish_world();
+        }
     }
 
     /// A scan that reads the bytes as they are now (no cache), including prepared packages.

@@ -119,6 +119,25 @@ pub struct WorldState {
 }
 
 impl WorldState {
+    /// Takes back what `plugins` put before the person (their toasts; their open prompts are
+    /// rejected, ending the calls that wait on them). Returns whether anything went.
+    pub(crate) fn withdraw(&mut self, plugins: &[String]) -> bool {
+        let before = (self.notices.len(), self.prompts.len());
+        self.notices.retain(|n| !plugins.contains(&n.plugin));
+        let gone: Vec<String> = self
+            .prompts
+            .iter()
+            .filter(|(_, p)| plugins.contains(&p.view.plugin))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in gone {
+            if let Some(p) = self.prompts.remove(&id) {
+                let _ = p.reply.send(PromptReply::Reject);
+            }
+        }
+        before != (self.notices.len(), self.prompts.len())
+    }
+
     pub(crate) fn notices(&self) -> Vec<Notice> {
         self.notices.iter().cloned().collect()
     }
@@ -739,6 +758,11 @@ impl Berth {
         self.load_plugin(&host.0, source, backend)
             .await
             .map_err(|e| e.for_plugin(p.plugin.clone()))?;
+        host.0
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(p.plugin.clone());
         let host = &host.0;
         let long = CallOptions {
             timeout: Duration::from_secs(300),

@@ -38,7 +38,7 @@ pub const ACK_TIMEOUT: Duration = Duration::from_secs(3);
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Calls waiting or running per host, at most; more are refused with `overloaded`.
 pub const QUEUE_LIMIT: usize = 64;
-/// Calls from plugin code into Berth (`up` frames) served at once per host; more are refused.
+/// Calls from plugin code into Berth (`up` frames) served at once per plugin; more are refused.
 pub const UPCALL_LIMIT: usize = 16;
 /// How often a busy host's memory is checked.
 const MEMORY_CHECK_EVERY: Duration = Duration::from_millis(100);
@@ -205,6 +205,35 @@ pub trait Upcalls: Send + Sync + 'static {
     ) -> futures_util::future::BoxFuture<'static, Result<Value, WireError>>;
 }
 
+/// Calls into Berth from an instance that is not active in its host are refused.
+struct ActiveOnly {
+    host: std::sync::Weak<Host>,
+    inner: Arc<dyn Upcalls>,
+}
+
+impl Upcalls for ActiveOnly {
+    fn call(
+        &self,
+        instance: String,
+        method: String,
+        body: Value,
+    ) -> futures_util::future::BoxFuture<'static, Result<Value, WireError>> {
+        if self.host.upgrade().is_some_and(|h| h.is_active(&instance)) {
+            return self.inner.call(instance, method, body);
+        }
+        Box::pin(async move { Err(not_active(&instance, &method)) })
+    }
+}
+
+fn not_active(instance: &str, method: &str) -> WireError {
+    WireError {
+        code: code::ACTION_REQUIRED.into(),
+        message: format!(
+            "{instance} is not active (held for review, denied or not loaded): its call {method} into Berth was refused"
+        ),
+    }
+}
+
 /// Upcalls when no engine is attached: every method is unsupported.
 struct NoUpcalls;
 
@@ -269,9 +298,12 @@ pub struct Host {
     /// Frames dropped: late, duplicate or unknown ids.
     dropped: AtomicU64,
     pub loaded: Mutex<HashSet<String>>,
+    /// Instances whose load is running now (their factories may already call into Berth).
+    loading: Mutex<HashSet<String>>,
     logs: Arc<Mutex<VecDeque<u8>>>,
     upcalls: Arc<dyn Upcalls>,
-    upcall_slots: Arc<Semaphore>,
+    /// Open calls into Berth, per plugin instance.
+    upcall_slots: Mutex<HashMap<String, Arc<Semaphore>>>,
     /// Each plugin instance's loopback compatibility service (`serverUrl`): instance → its
     /// URL, token and task. One per plugin, so every request is attributed to the plugin that
     /// made it; all stop with the host.
@@ -285,6 +317,21 @@ impl Drop for Host {
 }
 
 impl Host {
+    /// Whether `instance` may call into Berth: it is active here, or its load is running. A
+    /// plugin held for review, denied or never loaded is refused (its code may still be
+    /// running until its host stops; it reaches nothing).
+    pub fn is_active(&self, instance: &str) -> bool {
+        self.loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(instance)
+            || self
+                .loading
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(instance)
+    }
+
     /// The `serverUrl` of `instance` in this host and the token that opens it (started on
     /// first use). The token reaches the host in the load request, never its environment.
     pub async fn service_for(&self, instance: &str) -> Result<(String, String), CallError> {
@@ -297,8 +344,12 @@ impl Host {
             return Ok((url.clone(), token.clone()));
         }
         let token = random_hex(24);
+        let only_active: Arc<dyn Upcalls> = Arc::new(ActiveOnly {
+            host: self.me.clone(),
+            inner: self.upcalls.clone(),
+        });
         let (url, task) =
-            crate::compat::start(self.upcalls.clone(), instance.to_string(), token.clone())
+            crate::compat::start(only_active, instance.to_string(), token.clone())
                 .await
                 .map_err(|e| {
                     CallError::new(
@@ -518,6 +569,17 @@ impl Host {
             body,
         })
         .map_err(|e| CallError::new(code::INVALID_ARGUMENTS, e.to_string()))?;
+        let loading = matches!(kind, CallKind::LoadTools | CallKind::LoadPlugin);
+        if loading {
+            self.loading
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(instance.to_string());
+        }
+        let _loading = LoadingMark {
+            host: self,
+            instance: loading.then(|| instance.to_string()),
+        };
         let (tx, mut rx) = oneshot::channel();
         self.pending
             .lock()
@@ -729,6 +791,7 @@ impl Host {
 
     /// Serves one call from plugin code into Berth, off the reader task, bounded per host.
     fn on_upcall(&self, up: u64, instance: String, method: String, body: Value) {
+        let active = self.is_active(&instance);
         let writer = self.writer.clone();
         let reply = move |outcome: Result<Value, WireError>| async move {
             let (ok, value, error) = match outcome {
@@ -761,11 +824,24 @@ impl Host {
                 .await;
             }
         };
-        let Ok(permit) = self.upcall_slots.clone().try_acquire_owned() else {
+        if !active {
+            tokio::spawn(reply(Err(not_active(&instance, &method))));
+            return;
+        }
+        // Slots per plugin: one plugin's open calls (prompts waiting on a person) cannot lock
+        // its neighbours out.
+        let slots = self
+            .upcall_slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(instance.clone())
+            .or_insert_with(|| Arc::new(Semaphore::new(UPCALL_LIMIT)))
+            .clone();
+        let Ok(permit) = slots.try_acquire_owned() else {
             tokio::spawn(reply(Err(WireError {
                 code: code::OVERLOADED.into(),
                 message: format!(
-                    "more than {UPCALL_LIMIT} calls into Berth are open from this host; {method} was refused"
+                    "{instance} has more than {UPCALL_LIMIT} calls into Berth open; {method} was refused"
                 ),
             })));
             return;
@@ -786,6 +862,24 @@ impl Host {
             id,
             "dropped a late, duplicate or unknown frame"
         );
+    }
+}
+
+/// While a load runs, its instance may call into Berth (its factories do).
+struct LoadingMark<'h> {
+    host: &'h Host,
+    instance: Option<String>,
+}
+
+impl Drop for LoadingMark<'_> {
+    fn drop(&mut self) {
+        if let Some(i) = &self.instance {
+            self.host
+                .loading
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(i);
+        }
     }
 }
 
@@ -1237,9 +1331,10 @@ impl HostSupervisor {
             queue: Arc::new(Semaphore::new(QUEUE_LIMIT)),
             dropped: AtomicU64::new(0),
             loaded: Mutex::new(HashSet::new()),
+            loading: Mutex::new(HashSet::new()),
             logs,
             upcalls: self.upcalls.clone(),
-            upcall_slots: Arc::new(Semaphore::new(UPCALL_LIMIT)),
+            upcall_slots: Mutex::new(HashMap::new()),
             budget: self.budget.clone(),
             compat: Mutex::new(HashMap::new()),
         });

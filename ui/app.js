@@ -194,6 +194,7 @@
       renderNotices(snap),
       renderPaused(sources),
       renderPrompts(snap),
+      renderStandingAnswers(snap),
       renderSummary(snap, sources),
       renderGlobalDiagnostics(snap),
       sources.length ? renderSources(sources) : renderEmpty(),
@@ -1155,6 +1156,26 @@
     badge.title = 'A tool is waiting for your answer';
   }
 
+  /** The person's standing answers, each said to be for one plugin or for every plugin. */
+  function renderStandingAnswers(snap) {
+    const rules = arr(snap.standing_answers).map(obj);
+    if (!rules.length) return null;
+    return el('section', { className: 'panel standing-panel', testid: 'standing-answers' }, [
+      el('h2', { className: 'section-title' }, [
+        'Standing answers',
+        el('span', { className: 'section-count', text: rules.length }),
+      ]),
+      el('p', { className: 'section-intro', text: 'Permissions answered for good. An answer given to one plugin ("Always") answers only that plugin; change them with berth permissions.' }),
+      el('ul', { className: 'standing-items' }, rules.map((r) => el('li', { testid: 'standing-answer', dataset: { source: str(r.source_id) } }, [
+        el('span', { className: 'mono', text: str(r.permission) + ' ' + str(r.pattern) }),
+        ' → ',
+        el('strong', { text: str(r.action) === 'allow' ? 'always allowed' : 'always refused' }),
+        ' for ',
+        str(r.source_id) === '*' ? el('span', { text: 'every plugin' }) : sourceLink(str(r.source_id), { testid: 'standing-source' }),
+      ]))),
+    ]);
+  }
+
   function renderPrompts(snap) {
     const prompts = arr(snap.prompts).map(obj);
     if (!prompts.length) return null;
@@ -1842,6 +1863,15 @@
       }),
       el('td', { className: 'host-sources' }, [
         ...(ids.length ? links : [el('span', { className: 'muted', text: 'nothing yet' })]),
+        // Plugins in one process can reach each other's code and data: one trust domain.
+        ids.length > 1
+          ? el('span', {
+            className: 'host-shared muted',
+            testid: 'host-shared',
+            title: 'These plugins run in one process, as in OpenCode. Each can see and change what the others do there; Berth keeps its own machinery out of their reach, not their reach of each other.',
+            text: ' — share one process: one trust domain',
+          })
+          : null,
         dropped > 0
           ? el('span', {
             className: 'host-warn',

@@ -20,7 +20,11 @@ fn id_of(v: &serde_json::Value, entry_suffix: &str) -> String {
 #[test]
 fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
     let s = Sandbox::new();
-    hostile(&s, "a-impersonates.ts", "project/.opencode/plugins/a-impersonates.ts");
+    hostile(
+        &s,
+        "a-impersonates.ts",
+        "project/.opencode/plugins/a-impersonates.ts",
+    );
     s.write(
         "project/.opencode/plugins/b-innocent.ts",
         "export default { id: 'b', server: async () => ({}) }\n",
@@ -38,7 +42,10 @@ fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
         v["notices"].as_array().is_some_and(|n| !n.is_empty())
     });
     assert_eq!(v["notices"][0]["message"], "sent by the impersonator");
-    assert_eq!(v["notices"][0]["plugin"], evil, "the toast was attributed to the neighbour");
+    assert_eq!(
+        v["notices"][0]["plugin"], evil,
+        "the toast was attributed to the neighbour"
+    );
     let log = std::fs::read_to_string(s.data_dir().join("logs/berth.log")).unwrap();
     let line = log
         .lines()
@@ -64,18 +71,31 @@ fn a_plugin_cannot_take_over_its_neighbours_tools_through_the_hosts_registry() {
     assert_eq!(run(&["approve", "--all"]).0, 0);
     let (code, r) = run(&["invoke", "b-victim", "--args", r#"{"secret":"hunter2"}"#]);
     assert_eq!(code, 0, "{r}");
-    assert_eq!(r["output"], "victim got 7 characters", "the neighbour's tool was hijacked: {r}");
+    assert_eq!(
+        r["output"], "victim got 7 characters",
+        "the neighbour's tool was hijacked: {r}"
+    );
     assert_eq!(r["transformed_by"], serde_json::json!([]));
     let spied = std::fs::read_to_string(&spy).unwrap_or_default();
-    assert!(spied.contains("patch-active"), "the patch was not in place: the test proves nothing");
-    assert!(!spied.contains("hunter2"), "the hostile tool saw the neighbour's arguments");
+    assert!(
+        spied.contains("patch-active"),
+        "the patch was not in place: the test proves nothing"
+    );
+    assert!(
+        !spied.contains("hunter2"),
+        "the hostile tool saw the neighbour's arguments"
+    );
 }
 
 #[test]
 fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
     let s = Sandbox::new();
     let spy = s.root.path().join("eavesdropped");
-    hostile(&s, "a-eavesdrops.ts", "project/.opencode/plugins/a-eavesdrops.ts");
+    hostile(
+        &s,
+        "a-eavesdrops.ts",
+        "project/.opencode/plugins/a-eavesdrops.ts",
+    );
     hostile(&s, "b-logs-in.ts", "project/.opencode/plugins/b-logs-in.ts");
     let run = |args: &[&str], stdin: &str| {
         use std::io::Write;
@@ -85,23 +105,41 @@ fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped());
         let mut child = cmd.spawn().unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         parse_json_output(&child.wait_with_output().unwrap())
     };
     approve_through_activation(|a| run(a, ""));
     let canary = "CANARY-code-5d0c";
-    let (code, v) = run(&["auth", "login", "neighbour-provider", "--method", "0"], &format!("{canary}\n"));
+    let (code, v) = run(
+        &["auth", "login", "neighbour-provider", "--method", "0"],
+        &format!("{canary}\n"),
+    );
     assert_eq!(code, 0, "{v}");
     let seen = std::fs::read_to_string(&spy).unwrap_or_default();
-    assert!(seen.contains("listening"), "the eavesdropper's wrappers were not in place: the test proves nothing");
-    assert!(!seen.contains(canary), "the hostile plugin saw the pasted code or the tokens");
+    assert!(
+        seen.contains("listening"),
+        "the eavesdropper's wrappers were not in place: the test proves nothing"
+    );
+    assert!(
+        !seen.contains(canary),
+        "the hostile plugin saw the pasted code or the tokens"
+    );
 }
 
 #[test]
 fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     let s = Sandbox::new();
     let ticks = s.root.path().join("ticks");
-    hostile(&s, "held-keeps-trying.ts", "project/.opencode/plugins/held.ts");
+    hostile(
+        &s,
+        "held-keeps-trying.ts",
+        "project/.opencode/plugins/held.ts",
+    );
     s.write(
         "project/.opencode/plugins/innocent.ts",
         "export default { id: 'innocent', server: async () => ({}) }\n",
@@ -123,21 +161,201 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
             if before == after {
                 return after;
             }
-            assert!(std::time::Instant::now() < deadline, "{what}: its timer still runs");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what}: its timer still runs"
+            );
         }
     };
     let written = settle("held");
     let v = status_of(&srv);
     for host in v["hosts"].as_array().unwrap() {
-        assert!(!host["instances"].to_string().contains(&held), "the held plugin is still in a host: {host}");
+        assert!(
+            !host["instances"].to_string().contains(&held),
+            "the held plugin is still in a host: {host}"
+        );
     }
-    assert!(!v["notices"].to_string().contains(&held), "its toasts are still served: {}", v["notices"]);
+    assert!(
+        !v["notices"].to_string().contains(&held),
+        "its toasts are still served: {}",
+        v["notices"]
+    );
     // Denied: still nothing of it runs or shows.
     assert_eq!(s.run_json(&["deny", &held]).0, 0);
-    wait_for(&srv, "the denial", |v| source(v, "held.ts")["state"] == "disabled");
+    wait_for(&srv, "the denial", |v| {
+        source(v, "held.ts")["state"] == "disabled"
+    });
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert_eq!(std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0), written);
+    assert_eq!(
+        std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0),
+        written
+    );
     let v = status_of(&srv);
     assert!(!v["notices"].to_string().contains(&held));
     assert_eq!(source(&v, "innocent.ts")["state"], "active");
+}
+
+#[test]
+fn a_plugin_that_opens_prompts_without_end_cannot_lock_its_neighbour_out() {
+    let s = Sandbox::new();
+    hostile(
+        &s,
+        "asks-for-everything.ts",
+        "project/.opencode/tools/asks.ts",
+    );
+    hostile(
+        &s,
+        "b-reads-config.ts",
+        "project/.opencode/plugins/b-reads-config.ts",
+    );
+    let srv = start_with(&s, "127.0.0.1:0", &[]).unwrap();
+    // Approved, loaded, held for its tool, approved again with it.
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    wait_for(&srv, "the plugin's second question", |v| {
+        source(v, "b-reads-config.ts")["state"] == "pending-activation"
+    });
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    wait_for(&srv, "both tools", |v| {
+        v["tools"].as_array().is_some_and(|t| t.len() == 2)
+    });
+    let (status, v) = srv.post("invoke", &serde_json::json!({ "tool": "asks", "args": {} }));
+    assert_eq!((status, v["output"].as_str()), (200, Some("asked")), "{v}");
+    // Its prompts wait for a person; at most its own share of calls into Berth is open.
+    let v = wait_for(&srv, "its prompts", |v| {
+        v["prompts"].as_array().is_some_and(|p| !p.is_empty())
+    });
+    let open = v["prompts"].as_array().unwrap().len();
+    assert!(open <= 16, "{open} prompts of one plugin are open");
+    let (status, v) = srv.post(
+        "invoke",
+        &serde_json::json!({ "tool": "reads_config", "args": {} }),
+    );
+    assert_eq!(
+        (status, v["output"].as_str()),
+        (200, Some("read the config")),
+        "the neighbour was locked out: {v}"
+    );
+}
+
+/// RSS of a process, in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).unwrap();
+    let pages: f64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096.0 / 1048576.0
+}
+
+#[test]
+fn everything_a_plugin_sends_is_bounded() {
+    let s = Sandbox::new();
+    let done = s.root.path().join("flood-done");
+    hostile(&s, "floods-berth.ts", "project/.opencode/plugins/floods.ts");
+    s.write(
+        "project/.opencode/tools/innocent.ts",
+        "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'answers', args: {}, async execute() { return 'still here' } })\n",
+    );
+    let srv = start_with(&s, "127.0.0.1:0", &[("BERTH_TEST_DONE", done.as_path())]).unwrap();
+    let pid = srv.child.id();
+    let before = rss_mib(pid);
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the flood never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let after = rss_mib(pid);
+    let status = status_of(&srv);
+    let size = status.to_string().len();
+    eprintln!("berth serve RSS before the flood {before:.1} MiB, after {after:.1} MiB; /api/status {size} bytes");
+    assert!(size < 256 * 1024, "/api/status is {size} bytes");
+    assert!(
+        after - before < 200.0,
+        "Berth grew from {before:.1} to {after:.1} MiB"
+    );
+    let notices = status["notices"].as_array().unwrap();
+    assert!(notices
+        .iter()
+        .all(|n| n["title"].as_str().is_none_or(|t| t.chars().count() <= 201)));
+    // Berth's own first lines are still in its log, and the log is bounded.
+    let logs = s.data_dir().join("logs");
+    let total: u64 = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    let all: String = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect();
+    assert!(
+        all.contains("snapshot changed") && all.contains("dropped"),
+        "Berth's own lines were rotated away"
+    );
+    assert!(total < 20 * 1024 * 1024, "{total} bytes of logs");
+    let (status, v) = srv.post(
+        "invoke",
+        &serde_json::json!({ "tool": "innocent", "args": {} }),
+    );
+    assert_eq!(
+        (status, v["output"].as_str()),
+        (200, Some("still here")),
+        "{v}"
+    );
+}
+
+#[test]
+fn arguments_a_hook_changed_are_checked_again_and_the_receipt_names_what_ran() {
+    let s = Sandbox::new();
+    let ran = s.root.path().join("ran-with");
+    hostile(
+        &s,
+        "a-rewrites-args.ts",
+        "project/.opencode/plugins/a-rewrites-args.ts",
+    );
+    hostile(
+        &s,
+        "b-counts-to-ten.ts",
+        "project/.opencode/tools/b-counts-to-ten.ts",
+    );
+    let run = |mode: &str, args: &[&str]| {
+        let mut cmd = s.berth(args);
+        cmd.arg("--json")
+            .env("BERTH_TEST_REWRITE", mode)
+            .env("BERTH_TEST_RAN", &ran);
+        parse_json_output(&cmd.output().unwrap())
+    };
+    approve_through_activation(|a| run("", a));
+    let hook = id_of(&s.run_json(&["sources"]).1, "a-rewrites-args.ts");
+    let (code, r) = run(
+        "bad",
+        &["invoke", "b-counts-to-ten", "--args", r#"{"n":3}"#],
+    );
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(r["error"]["code"], "invalid-arguments", "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains(&hook),
+        "the refusal names the hook: {r}"
+    );
+    assert!(
+        !ran.exists(),
+        "the tool ran on arguments its schema refuses"
+    );
+    // A valid change runs, and the receipt says so.
+    let (code, r) = run(
+        "good",
+        &["invoke", "b-counts-to-ten", "--args", r#"{"n":3}"#],
+    );
+    assert_eq!((code, r["output"].as_str()), (0, Some("counted 7")), "{r}");
+    assert_eq!(std::fs::read_to_string(&ran).unwrap().trim(), r#"{"n":7}"#);
+    assert_eq!(r["transformed_by"], serde_json::json!([hook]));
+    let asked = serde_json::json!({ "n": 3 }).to_string();
+    let got = serde_json::json!({ "n": 7 }).to_string();
+    let digest = |t: &str| berth_discovery::sha256_hex(t.as_bytes());
+    assert_eq!(
+        r["args_digest"],
+        digest(&got),
+        "the receipt's digest is of what ran"
+    );
+    assert_ne!(r["args_digest"], digest(&asked));
 }

@@ -139,6 +139,23 @@ describe("permission prompts against the real server", () => {
     assert.deepEqual(problems, [])
   })
 
+  test("Always: the call completes and the standing answer shows, for this plugin only", async () => {
+    const file = join(machine.root, "always.txt")
+    const call = invoke(file)
+    await prompt().waitFor({ state: "visible", timeout: WAIT })
+    await prompt().locator("button[data-reply=always]").click()
+    assert.equal((await call).body.status, "completed")
+    // The data dir changed in this process: the page gets the new snapshot live.
+    const answer = page.getByTestId("standing-answer")
+    await answer.waitFor({ state: "visible", timeout: WAIT })
+    assert.equal(await answer.getAttribute("data-source"), pluginId)
+    assert.match(await answer.innerText(), new RegExp(`edit ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \u2192 always allowed for`))
+    assert.equal(await answer.getByTestId("standing-source").getAttribute("data-source-id"), pluginId)
+    const rules = (await fetchSnapshot(server)).standing_answers
+    assert.deepEqual(rules.map((r) => [r.source_id, r.pattern, r.action]), [[pluginId, file, "allow"]])
+    assert.deepEqual(problems, [])
+  })
+
   test("a refused answer shows Berth's code, message and what to do inline; the prompt stays", async () => {
     const file = join(machine.root, "refused.txt")
     const call = invoke(file)

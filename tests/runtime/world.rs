@@ -303,3 +303,63 @@ async fn keep_active_prepares_and_loads_approved_npm_plugins() {
     assert_eq!(out["options"]["fromPackage"], true);
     berth.shutdown_hosts().await;
 }
+
+/// "Always" is the answer for the plugin that asked, not for its neighbour: the neighbour's
+/// identical ask still waits for the person.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standing_answer_given_to_one_plugin_answers_only_that_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let asks = |id: &str| {
+        format!(
+            "import {{ tool }} from '@opencode-ai/plugin'\nexport default tool({{ description: '{id} asks', args: {{}}, async execute(_a, ctx) {{ await ctx.ask({{ permission: 'edit', patterns: ['shared.txt'], always: ['shared.txt'], metadata: {{}} }}); return '{id} may edit' }} }})\n"
+        )
+    };
+    let tools = dir.path().join("project/.opencode/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(tools.join("first.ts"), asks("first")).unwrap();
+    std::fs::write(tools.join("second.ts"), asks("second")).unwrap();
+    let berth = support::open_project(dir.path(), &[]);
+    berth.enable_prompts();
+    berth.decide(None, Decision::Allow, "test", false).unwrap();
+    berth.activate().await;
+    let answer_next = |reply: PromptReply| {
+        let berth = berth.clone();
+        async move {
+            let id = wait_for("a prompt", || {
+                berth.status().prompts.first().map(|p| p.id.clone())
+            })
+            .await;
+            berth.answer_prompt(&id, reply).unwrap();
+        }
+    };
+    let (first, ()) = tokio::join!(
+        berth.invoke("first", json!({}), None, None),
+        answer_next(PromptReply::Always)
+    );
+    assert_eq!(first.unwrap().output.as_deref(), Some("first may edit"));
+    // The first plugin is answered for good now; the second one is asked, and refused.
+    let again = berth.invoke("first", json!({}), None, None).await.unwrap();
+    assert_eq!(again.output.as_deref(), Some("first may edit"), "{again:?}");
+    let (second, ()) = tokio::join!(
+        berth.invoke("second", json!({}), None, None),
+        answer_next(PromptReply::Reject)
+    );
+    let second = second.unwrap();
+    assert_ne!(
+        second.status,
+        berth_store::ReceiptStatus::Completed,
+        "{second:?}"
+    );
+    let rules = berth.with_store(|s| s.permission_rules()).unwrap();
+    let first_id = &berth
+        .status()
+        .sources
+        .iter()
+        .find(|s| s.entry.ends_with("first.ts"))
+        .unwrap()
+        .id
+        .clone();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(&rules[0].source_id, first_id);
+    berth.shutdown_hosts().await;
+}

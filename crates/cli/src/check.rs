@@ -74,7 +74,7 @@ pub fn check(target: &str, out: &Out) -> Result<bool, BerthError> {
         .iter()
         .map(|p| serde_json::to_value(p).unwrap_or_default())
         .collect();
-    for s in &status.sources {
+    for s in status.sources.iter() {
         for d in &s.diagnostics {
             problems.push(serde_json::json!({ "code": d.code, "message": d.message, "plugin": s.id, "capability": "discovery", "recovery": d.recovery }));
         }

@@ -151,10 +151,21 @@ enum PermissionAction {
         #[arg(value_parser = ["allow", "ask", "deny"])]
         level: String,
     },
-    /// Always allow PERMISSION for PATTERN (`*` for every pattern) without asking.
-    Allow { permission: String, pattern: String },
-    /// Always refuse PERMISSION for PATTERN.
-    Deny { permission: String, pattern: String },
+    /// Always allow PERMISSION for PATTERN (`*` for every pattern) without asking; for every
+    /// plugin, or only for the one given with --plugin.
+    Allow {
+        permission: String,
+        pattern: String,
+        #[arg(long, value_name = "SOURCE_ID")]
+        plugin: Option<String>,
+    },
+    /// Always refuse PERMISSION for PATTERN (every plugin, or the one given with --plugin).
+    Deny {
+        permission: String,
+        pattern: String,
+        #[arg(long, value_name = "SOURCE_ID")]
+        plugin: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -518,12 +529,20 @@ fn permissions(
     out: &Out,
 ) -> Result<(), BerthError> {
     use berth_store::PermissionLevel;
-    let set_rule = |permission: &str, pattern: &str, level: PermissionLevel| {
-        berth.with_store(|s| s.set_permission_rule(permission, pattern, level))?;
+    let set_rule = |plugin: &Option<String>,
+                    permission: &str,
+                    pattern: &str,
+                    level: PermissionLevel| {
+        let source_id = plugin.as_deref().unwrap_or(berth_store::EVERY_PLUGIN);
+        berth.with_store(|s| s.set_permission_rule(source_id, permission, pattern, level))?;
         out.done(
-            serde_json::json!({ "rule": { "permission": permission, "pattern": pattern, "action": level } }),
-            &format!("{permission} {pattern}: always {}", level.as_str()),
-        );
+                serde_json::json!({ "rule": { "source_id": source_id, "permission": permission, "pattern": pattern, "action": level } }),
+                &format!(
+                    "{permission} {pattern}: always {} ({})",
+                    level.as_str(),
+                    if source_id == berth_store::EVERY_PLUGIN { "every plugin".to_string() } else { source_id.to_string() }
+                ),
+            );
         Ok::<(), BerthError>(())
     };
     match action.unwrap_or(&PermissionAction::List { limit: 50 }) {
@@ -579,11 +598,13 @@ fn permissions(
         PermissionAction::Allow {
             permission,
             pattern,
-        } => set_rule(permission, pattern, PermissionLevel::Allow)?,
+            plugin,
+        } => set_rule(plugin, permission, pattern, PermissionLevel::Allow)?,
         PermissionAction::Deny {
             permission,
             pattern,
-        } => set_rule(permission, pattern, PermissionLevel::Deny)?,
+            plugin,
+        } => set_rule(plugin, permission, pattern, PermissionLevel::Deny)?,
     }
     Ok(())
 }

@@ -52,7 +52,7 @@ impl Out {
             );
         }
         println!("OpenCode config folders looked at:");
-        for d in &s.config_dirs {
+        for d in s.config_dirs.iter() {
             println!(
                 "  {} {}",
                 if d.exists { "✓" } else { "·" },
@@ -153,7 +153,7 @@ impl Out {
         if s.sources.is_empty() {
             println!("No OpenCode plugins or tools were found.");
         }
-        for src in &s.sources {
+        for src in s.sources.iter() {
             let state = serde_json::to_value(src.state)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))

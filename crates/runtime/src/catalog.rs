@@ -102,7 +102,11 @@ impl Berth {
             // The sources loaded before the held one shared its stopped host.
             let again = self.activate_inner().await;
             for p in again.problems {
-                if !act.problems.iter().any(|q| q.plugin == p.plugin && q.code == p.code) {
+                if !act
+                    .problems
+                    .iter()
+                    .any(|q| q.plugin == p.plugin && q.code == p.code)
+                {
                     act.problems.push(p);
                 }
             }
@@ -449,8 +453,12 @@ impl Berth {
                             cat.loaded.clear();
                             cat.hooks.retain(|h| h.source_id != id);
                         }
-                        sup.revoke(backend, std::slice::from_ref(&id), "it registers more than was approved and is held for review")
-                            .await;
+                        sup.revoke(
+                            backend,
+                            std::slice::from_ref(&id),
+                            "it registers more than was approved and is held for review",
+                        )
+                        .await;
                         act.held_code = true;
                         act.problems.push(
                             BerthError::new(

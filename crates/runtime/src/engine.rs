@@ -352,10 +352,14 @@ impl Berth {
             .with_store(|s| s.receipts(RECENT_CALLS))
             .map(|r| r.into_iter().map(CallView::from).collect())
             .unwrap_or_default();
+        let standing_answers = self
+            .with_store(|s| s.permission_rules())
+            .unwrap_or_default();
         // What plugins asked for (toasts, prompts) is published by `publish_world`, not here.
         let fingerprint = berth_discovery::sha256_hex(
             serde_json::json!([
                 calls,
+                standing_answers,
                 g.dirs,
                 g.files,
                 sources,
@@ -396,18 +400,19 @@ impl Berth {
                 worktree: g.worktree.clone(),
                 has_git: g.has_git,
             },
-            config_dirs: g.dirs.clone(),
-            config_files: g.files.clone(),
+            config_dirs: Arc::new(g.dirs.clone()),
+            config_files: Arc::new(g.files.clone()),
             pure: g.pure.clone(),
             runtimes: self.inner.runtimes.clone(),
             counts: Counts::of(&sources),
             diagnostics: g.diagnostics.clone(),
-            sources,
-            tools,
+            sources: Arc::new(sources),
+            tools: Arc::new(tools),
             hosts,
             notices,
             prompts,
-            calls,
+            calls: Arc::new(calls),
+            standing_answers: Arc::new(standing_answers),
             revision: old.revision + 1,
         });
         let diff = SnapshotDiff::between(&old, &snapshot);
@@ -471,7 +476,7 @@ impl Berth {
         // touches the WAL, and this process then shows it.
         let mut roots: Vec<PathBuf> = vec![self.inner.options.data_dir.clone()];
         roots.extend(s.config_dirs.iter().map(|d| d.path.clone()));
-        for d in &s.config_dirs {
+        for d in s.config_dirs.iter() {
             for sub in ["plugin", "plugins", "tool", "tools"] {
                 roots.push(d.path.join(sub));
             }
@@ -481,7 +486,7 @@ impl Berth {
                 .iter()
                 .filter_map(|f| f.path.parent().map(Path::to_path_buf)),
         );
-        for src in &s.sources {
+        for src in s.sources.iter() {
             roots.extend(
                 src.capabilities
                     .files
@@ -640,18 +645,19 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
             worktree: o.project.clone(),
             has_git: false,
         },
-        config_dirs: vec![],
-        config_files: vec![],
+        config_dirs: Default::default(),
+        config_files: Default::default(),
         pure: berth_discovery::Switch::Off,
         runtimes: vec![],
-        sources: vec![],
+        sources: Default::default(),
         counts: Counts::default(),
         diagnostics: vec![],
-        tools: vec![],
+        tools: Default::default(),
         hosts: vec![],
         notices: vec![],
         prompts: vec![],
-        calls: vec![],
+        calls: Default::default(),
+        standing_answers: Default::default(),
         revision: 0,
     }
 }

@@ -2,6 +2,7 @@
 //! as one serialisable document (schema: `docs/cli/status.schema.json`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use berth_discovery::{ConfigDir, ConfigFile, Diagnostic, Source, SourceState, Switch};
 use serde::Serialize;
@@ -11,31 +12,36 @@ use crate::catalog::ToolEntry;
 use crate::host::HostInfo;
 use crate::runtimes::RuntimeInfo;
 
+/// Cloning is cheap: the large parts are shared (`Arc`), so publishing a toast or a prompt on
+/// the current snapshot copies pointers, not every source.
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusSnapshot {
     pub berth: BerthInfo,
     pub project: ProjectInfo,
     /// The OpenCode config folders looked at, in OpenCode's order.
-    pub config_dirs: Vec<ConfigDir>,
+    pub config_dirs: Arc<Vec<ConfigDir>>,
     /// The OpenCode config files looked at, in the order they apply.
-    pub config_files: Vec<ConfigFile>,
+    pub config_files: Arc<Vec<ConfigFile>>,
     pub pure: Switch,
     pub runtimes: Vec<RuntimeInfo>,
-    pub sources: Vec<SourceView>,
+    pub sources: Arc<Vec<SourceView>>,
     pub counts: Counts,
     /// Graph-level diagnostics (source-level ones sit on each source).
     pub diagnostics: Vec<Diagnostic>,
     /// The active tool catalog (empty until approved sources are activated).
-    pub tools: Vec<ToolEntry>,
+    pub tools: Arc<Vec<ToolEntry>>,
     /// Running plugin hosts: which sources share which process, and its memory.
     pub hosts: Vec<HostInfo>,
     /// Messages plugins addressed to the person (`client.tui.showToast`), newest last.
     pub notices: Vec<crate::world::Notice>,
     /// Permissions tools are waiting on (`ctx.ask`), to answer without blocking anything.
     pub prompts: Vec<crate::world::PromptView>,
+    /// The person's standing answers to permissions (`berth permissions`, "Always"), each for
+    /// one plugin or for every plugin (`source_id` `*`).
+    pub standing_answers: Arc<Vec<berth_store::PermissionRule>>,
     /// The latest tool calls from their receipts, newest first: what ran and how it ended
     /// (arguments and output stay in `berth receipts`).
-    pub calls: Vec<CallView>,
+    pub calls: Arc<Vec<CallView>>,
     /// Moves whenever anything above changes.
     pub revision: u64,
 }
@@ -156,7 +162,7 @@ pub struct SnapshotDiff {
 impl SnapshotDiff {
     pub fn between(old: &StatusSnapshot, new: &StatusSnapshot) -> SnapshotDiff {
         let mut d = SnapshotDiff::default();
-        for s in &new.sources {
+        for s in new.sources.iter() {
             match old.sources.iter().find(|o| o.id == s.id) {
                 None => d.added.push(s.id.clone()),
                 Some(o)
@@ -170,7 +176,7 @@ impl SnapshotDiff {
                 _ => {}
             }
         }
-        for o in &old.sources {
+        for o in old.sources.iter() {
             if !new.sources.iter().any(|s| s.id == o.id) {
                 d.removed.push(o.id.clone());
             }

@@ -115,7 +115,94 @@ pub struct WorldState {
     /// call with `action-required`.
     prompts_enabled: bool,
     /// (plugin, method) pairs already reported as unsupported: one diagnostic each.
-    warned: HashSet<(String, String)>,
+    warned: ReportedOnce,
+    /// Log lines plugins may still write now, per plugin.
+    log_budget: LogBudget,
+}
+
+/// Text a plugin sends, cut to a size the page and the log can carry (D-029).
+fn bounded(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(chars).collect();
+    out.push('…');
+    out
+}
+
+/// The longest toast title, toast message, log line, and name (method, service, permission)
+/// a plugin can send; more is cut.
+const TITLE_CHARS: usize = 200;
+const MESSAGE_CHARS: usize = 500;
+const LOG_CHARS: usize = 2000;
+const NAME_CHARS: usize = 128;
+const PATTERN_CHARS: usize = 512;
+const PATTERNS_KEPT: usize = 32;
+const METADATA_BYTES: usize = 16 * 1024;
+/// The longest a permission prompt waits for a person (the longest tool deadline Berth sets).
+const PROMPT_WAIT_MAX: Duration = Duration::from_secs(600);
+
+/// "Reported once" pairs, bounded: past [`ReportedOnce::MAX`] distinct pairs, further ones are
+/// counted together and reported once more, so no plugin can grow Berth's memory through it.
+#[derive(Default)]
+struct ReportedOnce {
+    seen: HashSet<(String, String)>,
+    overflow: u64,
+}
+
+impl ReportedOnce {
+    const MAX: usize = 256;
+
+    /// Whether this is the first report of (plugin, what).
+    fn first(&mut self, plugin: &str, what: &str) -> bool {
+        let key = (plugin.to_string(), what.to_string());
+        if self.seen.contains(&key) {
+            return false;
+        }
+        if self.seen.len() < Self::MAX {
+            self.seen.insert(key);
+            return true;
+        }
+        self.overflow += 1;
+        self.overflow == 1
+    }
+}
+
+/// Log lines per plugin: a burst of [`LogBudget::BURST`], then [`LogBudget::PER_SECOND`] a
+/// second; what is over is dropped and counted (reported in the next line that gets through).
+/// At the log's size, Berth's own lines of at least the last hour stay however noisy a plugin is.
+#[derive(Default)]
+struct LogBudget {
+    plugins: std::collections::HashMap<String, (f64, std::time::Instant, u64)>,
+}
+
+impl LogBudget {
+    const BURST: f64 = 30.0;
+    const PER_SECOND: f64 = 1.0;
+
+    fn admit(&mut self, plugin: &str) -> bool {
+        if self.plugins.len() > 1024 {
+            self.plugins.clear();
+        }
+        let now = std::time::Instant::now();
+        let (tokens, at, dropped) =
+            self.plugins
+                .entry(plugin.to_string())
+                .or_insert((Self::BURST, now, 0));
+        *tokens =
+            (*tokens + now.duration_since(*at).as_secs_f64() * Self::PER_SECOND).min(Self::BURST);
+        *at = now;
+        if *tokens < 1.0 {
+            *dropped += 1;
+            return false;
+        }
+        *tokens -= 1.0;
+        if *dropped > 0 {
+            tracing::warn!(plugin = %plugin, dropped = *dropped, "a plugin wrote more log lines than its budget; these were dropped");
+            *dropped = 0;
+        }
+        true
+    }
 }
 
 impl WorldState {
@@ -262,13 +349,12 @@ impl Berth {
         match method {
             "app.log" => {
                 let b = &opts["body"];
-                let service = b["service"].as_str().unwrap_or_default();
-                let message: String = b["message"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(2000)
-                    .collect();
+                let service = bounded(b["service"].as_str().unwrap_or_default(), NAME_CHARS);
+                let message = bounded(b["message"].as_str().unwrap_or_default(), LOG_CHARS);
+                // One plugin's flood cannot rotate Berth's own lines out of the log.
+                if !self.world().log_budget.admit(instance) {
+                    return data(json!(true));
+                }
                 let message = if service.is_empty() {
                     message
                 } else {
@@ -297,8 +383,8 @@ impl Berth {
                 let notice = Notice {
                     at_ms: now_ms(),
                     plugin: instance.to_string(),
-                    title: b["title"].as_str().map(str::to_string),
-                    message: message.chars().take(500).collect(),
+                    title: b["title"].as_str().map(|t| bounded(t, TITLE_CHARS)),
+                    message: bounded(message, MESSAGE_CHARS),
                     variant: variant.to_string(),
                 };
                 {
@@ -377,11 +463,8 @@ impl Berth {
                 not_found("Session", path_id.as_deref().unwrap_or("?"))
             }
             other => {
-                let first = self
-                    .world()
-                    .warned
-                    .insert((instance.to_string(), other.to_string()));
-                if first {
+                let other = &bounded(other, NAME_CHARS);
+                if self.world().warned.first(instance, other) {
                     tracing::warn!(plugin = %instance, method = %other, "a plugin called a client method Berth does not support");
                 }
                 client_error(
@@ -413,21 +496,34 @@ impl Berth {
                     code::INVALID_ARGUMENTS,
                     "ctx.ask needs { permission, patterns }",
                 )
-            })?
-            .to_string();
+            })?;
+        let permission = bounded(permission, NAME_CHARS);
+        // What a prompt shows is bounded: a few dozen patterns of a readable length.
         let strings = |v: &Value| -> Vec<String> {
             v.as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(|s| s.as_str().map(str::to_string))
+                .filter_map(|s| s.as_str().map(|s| bounded(s, PATTERN_CHARS)))
+                .take(PATTERNS_KEPT)
                 .collect()
         };
         let patterns = strings(&req["patterns"]);
         let always = strings(&req["always"]);
-        let tool = body["tool"].as_str().unwrap_or_default().to_string();
-        let call_id = body["callID"].as_str().unwrap_or_default().to_string();
-        let session_id = body["sessionID"].as_str().unwrap_or("berth").to_string();
-        let deadline = Duration::from_millis(body["deadlineMs"].as_u64().unwrap_or(30_000));
+        let tool = bounded(body["tool"].as_str().unwrap_or_default(), NAME_CHARS);
+        let mut req = req.clone();
+        if req["metadata"].to_string().len() > METADATA_BYTES {
+            req["metadata"] = json!({ "truncated": "the plugin's metadata was over 16 KiB" });
+        }
+        let req = &req;
+        let call_id = bounded(body["callID"].as_str().unwrap_or_default(), NAME_CHARS);
+        let session_id = bounded(body["sessionID"].as_str().unwrap_or("berth"), NAME_CHARS);
+        // However long a plugin says its call may wait, a person is asked for at most this long.
+        let deadline = Duration::from_millis(
+            body["deadlineMs"]
+                .as_u64()
+                .unwrap_or(30_000)
+                .min(PROMPT_WAIT_MAX.as_millis() as u64),
+        );
         let id = random_id("per");
         let title = format!(
             "{tool} asks for {permission}{}",
@@ -488,9 +584,12 @@ impl Berth {
             .map_err(|e| wire(code::TEMPORARILY_UNAVAILABLE, e.to_string()))?;
         let limited = plugin_answer.min(cap);
         let policy_limited = limited < plugin_answer;
+        // The person's own rules, and those this plugin earned with "Always": never another
+        // plugin's.
         let rule_for = |p: &String, action: PermissionLevel| {
             rules.iter().any(|r| {
-                r.permission == permission
+                (r.source_id == berth_store::EVERY_PLUGIN || r.source_id == instance)
+                    && r.permission == permission
                     && r.action == action
                     && (r.pattern == "*" || &r.pattern == p)
             })
@@ -564,6 +663,7 @@ impl Berth {
                             self.with_store(|s| {
                                 for p in targets {
                                     let _ = s.set_permission_rule(
+                                        instance,
                                         &permission,
                                         p,
                                         PermissionLevel::Allow,
@@ -733,7 +833,7 @@ impl Berth {
         };
         let backend = crate::approval::backend_for(&self.runtimes());
         // The login runs in a host of its own with only this plugin loaded: the code the
-        // person pastes and the tokens it turns into cross no other plugin's process.
+        // person pastes and the tokens it turns into cross no other plugin's process (D-028).
         let fresh = self.fresh_scan();
         let source = fresh
             .sources

@@ -21,7 +21,7 @@ pub use approvals::{ApprovalKey, ApprovalRow, Contributions, Decision, NewApprov
 pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};
-pub use permissions::{PermissionDecision, PermissionLevel, PermissionRule};
+pub use permissions::{PermissionDecision, PermissionLevel, PermissionRule, EVERY_PLUGIN};
 pub use receipts::{Accepted, Finish, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
 
 #[cfg(test)]

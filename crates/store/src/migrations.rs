@@ -96,6 +96,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // it, and which plugins' hooks ran on it (the audit reference).
     "ALTER TABLE receipts ADD COLUMN raw_json TEXT;
     ALTER TABLE receipts ADD COLUMN transformed_by_json TEXT;",
+    // 8: standing answers belong to a plugin: one plugin's \"always\" answers only its own asks.
+    // `*` is the person's own rule for every plugin (what earlier rows were).
+    "CREATE TABLE permission_rules_by_plugin (
+        source_id     TEXT NOT NULL,
+        permission    TEXT NOT NULL,
+        pattern       TEXT NOT NULL,
+        action        TEXT NOT NULL CHECK (action IN ('allow', 'deny')),
+        set_at_ms     INTEGER NOT NULL,
+        PRIMARY KEY (source_id, permission, pattern)
+    ) STRICT;
+    INSERT INTO permission_rules_by_plugin (source_id, permission, pattern, action, set_at_ms)
+        SELECT '*', permission, pattern, action, set_at_ms FROM permission_rules;
+    DROP TABLE permission_rules;
+    ALTER TABLE permission_rules_by_plugin RENAME TO permission_rules;",
 ];
 
 /// The schema version this build writes.

@@ -34,8 +34,13 @@ impl PermissionLevel {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The `source_id` of a standing answer the person set for every plugin.
+pub const EVERY_PLUGIN: &str = "*";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PermissionRule {
+    /// The plugin whose asks it answers, or [`EVERY_PLUGIN`].
+    pub source_id: String,
     pub permission: String,
     pub pattern: String,
     pub action: PermissionLevel,
@@ -117,18 +122,20 @@ impl Store {
         .collect()
     }
 
-    /// A standing answer of the person ("always") for one permission and pattern.
+    /// A standing answer of the person ("always") for one plugin (`source_id`, or
+    /// [`EVERY_PLUGIN`]), one permission and pattern.
     pub fn set_permission_rule(
         &self,
+        source_id: &str,
         permission: &str,
         pattern: &str,
         action: PermissionLevel,
     ) -> Result<(), StoreError> {
         self.conn
             .execute(
-                "INSERT INTO permission_rules (permission, pattern, action, set_at_ms) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(permission, pattern) DO UPDATE SET action = excluded.action, set_at_ms = excluded.set_at_ms",
-                params![permission, pattern, action.as_str(), crate::open::now_ms()],
+                "INSERT INTO permission_rules (source_id, permission, pattern, action, set_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(source_id, permission, pattern) DO UPDATE SET action = excluded.action, set_at_ms = excluded.set_at_ms",
+                params![source_id, permission, pattern, action.as_str(), crate::open::now_ms()],
             )
             .map(|_| ())
             .map_err(|e| self.err(e))
@@ -137,16 +144,17 @@ impl Store {
     pub fn permission_rules(&self) -> Result<Vec<PermissionRule>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT permission, pattern, action, set_at_ms FROM permission_rules ORDER BY permission, pattern")
+            .prepare("SELECT source_id, permission, pattern, action, set_at_ms FROM permission_rules ORDER BY source_id, permission, pattern")
             .map_err(|e| self.err(e))?;
         let rows = stmt
             .query_map([], |r| {
                 Ok(PermissionRule {
-                    permission: r.get(0)?,
-                    pattern: r.get(1)?,
-                    action: PermissionLevel::parse(&r.get::<_, String>(2)?)
+                    source_id: r.get(0)?,
+                    permission: r.get(1)?,
+                    pattern: r.get(2)?,
+                    action: PermissionLevel::parse(&r.get::<_, String>(3)?)
                         .unwrap_or(PermissionLevel::Deny),
-                    set_at_ms: r.get(3)?,
+                    set_at_ms: r.get(4)?,
                 })
             })
             .map_err(|e| self.err(e))?;

@@ -348,15 +348,14 @@ impl Host {
             host: self.me.clone(),
             inner: self.upcalls.clone(),
         });
-        let (url, task) =
-            crate::compat::start(only_active, instance.to_string(), token.clone())
-                .await
-                .map_err(|e| {
-                    CallError::new(
-                        code::TEMPORARILY_UNAVAILABLE,
-                        format!("cannot start the loopback service: {e}"),
-                    )
-                })?;
+        let (url, task) = crate::compat::start(only_active, instance.to_string(), token.clone())
+            .await
+            .map_err(|e| {
+                CallError::new(
+                    code::TEMPORARILY_UNAVAILABLE,
+                    format!("cannot start the loopback service: {e}"),
+                )
+            })?;
         let mut map = self.compat.lock().unwrap_or_else(|p| p.into_inner());
         if self.is_lost() {
             task.abort();
@@ -826,6 +825,16 @@ impl Host {
         };
         if !active {
             tokio::spawn(reply(Err(not_active(&instance, &method))));
+            return;
+        }
+        if method.len() > 128 {
+            tokio::spawn(reply(Err(WireError {
+                code: code::INVALID_ARGUMENTS.into(),
+                message: format!(
+                    "{instance} asked for a method name of {} bytes; Berth has none that long",
+                    method.len()
+                ),
+            })));
             return;
         }
         // Slots per plugin: one plugin's open calls (prompts waiting on a person) cannot lock

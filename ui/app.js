@@ -1863,6 +1863,14 @@
       }),
       el('td', { className: 'host-sources' }, [
         ...(ids.length ? links : [el('span', { className: 'muted', text: 'nothing yet' })]),
+        h.own
+          ? el('span', {
+            className: 'host-own muted',
+            testid: 'host-own',
+            title: 'No other plugin runs in this process (berth isolate).',
+            text: ' \u2014 a host of its own',
+          })
+          : null,
         // Plugins in one process can reach each other's code and data: one trust domain.
         ids.length > 1
           ? el('span', {

@@ -359,3 +359,31 @@ fn arguments_a_hook_changed_are_checked_again_and_the_receipt_names_what_ran() {
     );
     assert_ne!(r["args_digest"], digest(&asked));
 }
+
+#[test]
+fn berth_isolate_gives_a_source_a_host_of_its_own_and_takes_it_back() {
+    let s = Sandbox::new();
+    s.write(
+        "project/.opencode/plugins/p.ts",
+        "export default { id: 'p', server: async () => ({}) }\n",
+    );
+    let id = id_of(&s.run_json(&["sources"]).1, "p.ts");
+    let (code, v) = s.run_json(&["isolate", &id]);
+    assert_eq!(code, 0, "{v}");
+    assert_schema("isolate", &v);
+    assert_eq!(v, serde_json::json!({ "own_host": true, "sources": [id] }));
+    let (_, v) = s.run_json(&["sources"]);
+    assert_schema("sources", &v);
+    assert_eq!(source(&v, "p.ts")["own_host"], true);
+    let (_, v) = s.run_json(&["isolate", "--off", &id]);
+    assert_eq!(v["own_host"], false);
+    assert_eq!(
+        source(&s.run_json(&["sources"]).1, "p.ts")["own_host"],
+        false
+    );
+    let (code, v) = s.run_json(&["isolate", "plugin-nope-00000000"]);
+    assert_eq!(
+        (code, v["error"]["code"].as_str()),
+        (1, Some("invalid-arguments"))
+    );
+}

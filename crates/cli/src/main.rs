@@ -96,6 +96,14 @@ enum Command {
         #[arg(long)]
         this_project: bool,
     },
+    /// Give sources a host of their own: no other plugin shares their process (plugins that
+    /// share a host can reach each other's code and data). `--off` puts them back.
+    Isolate {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        #[arg(long)]
+        off: bool,
+    },
     /// Every approval decision, newest first, with the digests it applies to.
     Approvals,
     /// Write a consistent copy of Berth's store to FILE.
@@ -294,6 +302,21 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
             out.done(
                 serde_json::json!({ "denied": ids }),
                 &format!("denied: {}", ids.join(", ")),
+            );
+        }
+        Command::Isolate { ids, off } => {
+            let ids = berth.set_own_host(ids, !off)?;
+            out.done(
+                serde_json::json!({ "own_host": !off, "sources": ids }),
+                &format!(
+                    "{}: {}",
+                    if *off {
+                        "back in the shared host"
+                    } else {
+                        "in a host of its own"
+                    },
+                    ids.join(", ")
+                ),
             );
         }
         Command::Approvals => out.approvals(&berth.approvals()?),

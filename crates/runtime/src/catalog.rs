@@ -17,13 +17,16 @@ use serde_json::Value;
 use crate::approval;
 use crate::engine::Berth;
 use crate::error::{code, BerthError};
-use crate::host::{CallOptions, HostSupervisor};
+use crate::host::{CallOptions, HostKey, HostSupervisor};
 use crate::runtimes::RuntimeKind;
 use crate::world::now_ms;
 
 /// A tool as the catalog lists it (`berth tools`).
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolEntry {
+    /// The host that runs it (the shared one, or its source's own).
+    #[serde(skip)]
+    pub host: Option<HostKey>,
     pub name: String,
     pub description: String,
     /// The JSON Schema the model would get.
@@ -71,10 +74,18 @@ pub(crate) struct Catalog {
 impl Catalog {
     /// The active plugins registering hook `name`, in OpenCode's load order.
     pub fn with_hook(&self, name: &str) -> Vec<String> {
+        self.with_hook_in(name)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// The same plugins, each with the host its hooks run in.
+    pub fn with_hook_in(&self, name: &str) -> Vec<(String, HostKey)> {
         self.hooks
             .iter()
             .filter(|h| h.hooks.iter().any(|n| n == name))
-            .map(|h| h.source_id.clone())
+            .map(|h| (h.source_id.clone(), h.host.clone()))
             .collect()
     }
 }
@@ -82,6 +93,8 @@ impl Catalog {
 #[derive(Debug, Clone)]
 pub(crate) struct HookOwner {
     pub source_id: String,
+    /// The host its hooks run in.
+    pub host: HostKey,
     pub order: usize,
     pub hooks: Vec<String>,
     /// `{provider, methods: [{type, label, prompts?}]}` of each `auth` hook it registered.
@@ -282,37 +295,56 @@ impl Berth {
                 return act;
             }
         };
+        // Where each source runs: its own host if the person gave it one, else the shared one
+        // (D-030).
+        let own: std::collections::BTreeSet<String> =
+            self.with_store(|s| s.own_hosts()).unwrap_or_default();
+        let key_of = |id: &str| {
+            if own.contains(id) {
+                HostKey::own(backend, id)
+            } else {
+                HostKey::shared(backend)
+            }
+        };
         // Code of a source no longer cleared (revoked, grown, gone) must not keep running: its
-        // calls end now and its host stops after the cancel grace. A changed source's new bytes
-        // must not meet its old module graph: that host is recycled (fresh host for what comes
-        // next; the old one ends once its calls in flight have).
-        let runs_withdrawn = !withdrawn.is_empty()
-            && sup.current(backend).await.is_some_and(|h| {
-                h.loaded
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .iter()
-                    .any(|id| withdrawn.contains(id))
-            });
-        let changed = {
+        // calls end now and its host stops after the cancel grace. So must a source that moved
+        // to or from a host of its own. A changed source's new bytes must not meet its old
+        // module graph: that host is recycled (fresh host for what comes next; the old one ends
+        // once its calls in flight have).
+        for key in sup.running(&withdrawn).await {
+            self.retire_host(
+                &sup,
+                &key,
+                Some(&withdrawn),
+                "its source is no longer approved",
+            )
+            .await;
+        }
+        let ids: Vec<String> = cleared.keys().cloned().collect();
+        for id in &ids {
+            for key in sup.running(std::slice::from_ref(id)).await {
+                if key != key_of(id) {
+                    self.retire_host(
+                        &sup,
+                        &key,
+                        Some(std::slice::from_ref(id)),
+                        "a source it ran moved to another host",
+                    )
+                    .await;
+                }
+            }
+        }
+        let changed: Vec<String> = {
             let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
             cleared
                 .iter()
-                .any(|(id, s)| cat.loaded.get(id).is_some_and(|d| d != &s.digest))
+                .filter(|(id, s)| cat.loaded.get(*id).is_some_and(|d| d != &s.digest))
+                .map(|(id, _)| id.clone())
+                .collect()
         };
-        if runs_withdrawn {
-            sup.revoke(backend, &withdrawn, "its source is no longer approved")
+        for key in sup.running(&changed).await {
+            self.retire_host(&sup, &key, None, "a source it ran changed on disk")
                 .await;
-        } else if changed {
-            sup.recycle(backend, "a source it ran changed on disk")
-                .await;
-        }
-        if runs_withdrawn || changed {
-            self.catalog()
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .loaded
-                .clear();
         }
         // A config folder's own package.json dependencies, prepared in the data dir before any
         // file of that folder is imported (install scripts off; D-001).
@@ -356,7 +388,8 @@ impl Berth {
         let mut cleared: Vec<(String, &berth_discovery::Source)> = cleared.into_iter().collect();
         cleared.sort_by_key(|(_, s)| (s.kind != SourceKind::StandaloneTool, s.order));
         for (id, source) in cleared {
-            let host = match sup.host(backend).await {
+            let host_key = key_of(&id);
+            let host = match sup.host_for(&host_key).await {
                 Ok(h) => h,
                 Err(e) => {
                     // A backend out of restarts pauses every source it would run.
@@ -450,12 +483,12 @@ impl Berth {
                             cat.tools.retain(|_, t| t.provider.source_id != id);
                             cat.activity
                                 .insert(id.clone(), SourceState::PendingActivation);
-                            cat.loaded.clear();
                             cat.hooks.retain(|h| h.source_id != id);
                         }
-                        sup.revoke(
-                            backend,
-                            std::slice::from_ref(&id),
+                        self.retire_host(
+                            &sup,
+                            &host_key,
+                            Some(std::slice::from_ref(&id)),
                             "it registers more than was approved and is held for review",
                         )
                         .await;
@@ -480,7 +513,8 @@ impl Berth {
                         .insert(id.clone());
                     cat.loaded.insert(id.clone(), source.digest.clone());
                     cat.activity.insert(id.clone(), SourceState::Active);
-                    for t in loaded {
+                    for mut t in loaded {
+                        t.host = Some(host_key.clone());
                         cat.tools.insert(t.name.clone(), t);
                     }
                     cat.hooks.retain(|h| h.source_id != id);
@@ -488,6 +522,7 @@ impl Berth {
                         newly_loaded_plugins += 1;
                         cat.hooks.push(HookOwner {
                             source_id: id.clone(),
+                            host: host_key.clone(),
                             order: source.order,
                             hooks,
                             auth,
@@ -528,6 +563,35 @@ impl Berth {
             .cloned()
             .collect();
         act
+    }
+
+    /// Stops `key`'s host — at once for a revocation (`revoked`: the sources whose calls end
+    /// `cancelled`), or once its calls in flight end (a changed source) — and forgets that the
+    /// sources it ran are loaded, so they load again in a fresh host.
+    async fn retire_host(
+        &self,
+        sup: &HostSupervisor,
+        key: &HostKey,
+        revoked: Option<&[String]>,
+        why: &str,
+    ) {
+        if let Some(host) = sup.current_for(key).await {
+            let ran: Vec<String> = host
+                .loaded
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .cloned()
+                .collect();
+            let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            for id in &ran {
+                cat.loaded.remove(id);
+            }
+        }
+        match revoked {
+            Some(ids) => sup.revoke(key, ids, why).await,
+            None => sup.recycle(key, why).await,
+        }
     }
 
     /// Takes back the toasts and open prompts of sources that no longer run.
@@ -675,39 +739,74 @@ impl Berth {
         output: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, BerthError> {
-        let instances = self
+        let owners = self
             .catalog()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .with_hook(name);
-        if instances.is_empty() {
+            .with_hook_in(name);
+        self.run_segments(name, &owners, input, output, timeout)
+            .await
+    }
+
+    /// One chain over `owners` in their order, on one shared output: consecutive plugins of
+    /// one host run in one call there, and the output passes on to the next host's plugins
+    /// (plugins with a host of their own sit in the chain where OpenCode's order puts them).
+    /// The answer is the host's shape: `output`, every `steps`, and `answeredBy`.
+    async fn run_segments(
+        &self,
+        name: &str,
+        owners: &[(String, HostKey)],
+        input: Value,
+        output: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, BerthError> {
+        let mut output = output;
+        let mut steps: Vec<Value> = Vec::new();
+        let mut answered_by = Value::Null;
+        if owners.is_empty() {
             return Ok(serde_json::json!({ "output": output, "steps": [] }));
         }
-        let backend = approval::backend_for(&self.runtimes());
-        let host = self.supervisor().await?.host(backend).await?;
-        let opts = CallOptions {
-            timeout: timeout.unwrap_or(Duration::from_secs(30)),
-            ..CallOptions::default()
-        };
-        let body = serde_json::json!({ "name": name, "instances": instances, "input": input, "output": output });
-        let v = host
-            .call("hooks", CallKind::HookChain, body, opts)
-            .await
-            .map_err(|e| {
-                let plugin = instances
-                    .iter()
-                    .find(|i| e.message.contains(i.as_str()))
-                    .cloned();
-                let mut err = BerthError::new(
-                    e.code,
-                    name,
-                    e.message,
-                    "fix or disable the plugin named; OpenCode fails this operation the same way",
-                );
-                err.plugin = plugin;
-                err
-            })?;
-        Ok(v)
+        let sup = self.supervisor().await?;
+        let mut i = 0;
+        while i < owners.len() {
+            let key = &owners[i].1;
+            let mut instances = Vec::new();
+            while i < owners.len() && &owners[i].1 == key {
+                instances.push(owners[i].0.clone());
+                i += 1;
+            }
+            let host = sup.host_for(key).await?;
+            let opts = CallOptions {
+                timeout: timeout.unwrap_or(Duration::from_secs(30)),
+                ..CallOptions::default()
+            };
+            let body = serde_json::json!({ "name": name, "instances": instances, "input": input, "output": output });
+            let mut v = host
+                .call("hooks", CallKind::HookChain, body, opts)
+                .await
+                .map_err(|e| {
+                    let plugin = instances
+                        .iter()
+                        .find(|i| e.message.contains(i.as_str()))
+                        .cloned();
+                    let mut err = BerthError::new(
+                        e.code,
+                        name,
+                        e.message,
+                        "fix or disable the plugin named; OpenCode fails this operation the same way",
+                    );
+                    err.plugin = plugin;
+                    err
+                })?;
+            output = v["output"].take();
+            if let Some(s) = v["steps"].as_array() {
+                steps.extend(s.iter().cloned());
+            }
+            if !v["answeredBy"].is_null() {
+                answered_by = v["answeredBy"].take();
+            }
+        }
+        Ok(serde_json::json!({ "output": output, "steps": steps, "answeredBy": answered_by }))
     }
 
     /// Imports one tool file in `host` (fresh bytes: the URL carries the content digest).
@@ -808,7 +907,11 @@ impl Berth {
             return Ok(*r);
         }
         let sup = self.supervisor().await?;
-        let host = sup.host(entry.provider.backend).await?;
+        let tool_host = entry
+            .host
+            .clone()
+            .unwrap_or_else(|| HostKey::shared(entry.provider.backend));
+        let host = sup.host_for(&tool_host).await?;
         if !host
             .loaded
             .lock()
@@ -871,18 +974,39 @@ impl Berth {
         let (before, after) = {
             let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
             (
-                cat.with_hook("tool.execute.before"),
-                cat.with_hook("tool.execute.after"),
+                cat.with_hook_in("tool.execute.before"),
+                cat.with_hook_in("tool.execute.after"),
             )
         };
-        let outcome = host
-            .call(
+        let outcome = if before
+            .iter()
+            .chain(after.iter())
+            .all(|(_, k)| k == &tool_host)
+        {
+            // One host runs the hooks and the tool in one call (the usual case).
+            let ids = |o: &[(String, HostKey)]| -> Vec<String> {
+                o.iter().map(|(i, _)| i.clone()).collect()
+            };
+            host.call(
                 &entry.provider.source_id,
                 CallKind::Invoke,
-                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": before, "after": after }),
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&before), "after": ids(&after) }),
                 opts,
             )
-            .await;
+            .await
+        } else {
+            self.invoke_across_hosts(
+                &host,
+                &entry.provider.source_id,
+                tool,
+                &args,
+                context,
+                &before,
+                &after,
+                opts,
+            )
+            .await
+        };
         // The output budget holds on this side too, whatever the host let through.
         let outcome = outcome.and_then(|v| {
             let size = v["output"].as_str().map_or(0, str::len);
@@ -954,6 +1078,105 @@ impl Berth {
                 "retry",
             )
         })
+    }
+}
+
+impl Berth {
+    /// One call whose `tool.execute.before/after` hooks live in other hosts than the tool (a
+    /// plugin with a host of its own): the chains run host by host in OpenCode's order and
+    /// the tool runs on the arguments they left (its host checks them against its schema
+    /// again). The answer has the shape the one-host call gives.
+    #[allow(clippy::too_many_arguments)]
+    async fn invoke_across_hosts(
+        &self,
+        host: &crate::host::Host,
+        source_id: &str,
+        tool: &str,
+        args: &Value,
+        context: Value,
+        before: &[(String, HostKey)],
+        after: &[(String, HostKey)],
+        opts: CallOptions,
+    ) -> Result<Value, crate::host::CallError> {
+        let lost = |e: BerthError| crate::host::CallError {
+            code: e.code,
+            message: e.message,
+        };
+        let hook_input =
+            serde_json::json!({ "tool": tool, "sessionID": "berth", "callID": context["callID"] });
+        let instances = |v: &Value| -> Vec<String> {
+            v["steps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s["instance"].as_str().map(str::to_string))
+                .collect()
+        };
+        let mut args = args.clone();
+        let mut by: Vec<String> = Vec::new();
+        if !before.is_empty() {
+            let v = self
+                .run_segments(
+                    "tool.execute.before",
+                    before,
+                    hook_input.clone(),
+                    serde_json::json!({ "args": args }),
+                    Some(opts.timeout),
+                )
+                .await
+                .map_err(lost)?;
+            if v["output"]["args"] != args {
+                by = instances(&v);
+                args = v["output"]["args"].clone();
+            }
+        }
+        let mut v = host
+            .call(
+                source_id,
+                CallKind::Invoke,
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": [], "after": [] }),
+                opts.clone(),
+            )
+            .await?;
+        if !by.is_empty() {
+            v["finalArgs"] = args.clone();
+        }
+        if after.is_empty() {
+            v["transformedBy"] = serde_json::json!(by);
+            return Ok(v);
+        }
+        let raw = serde_json::json!({ "title": v["title"], "output": v["output"], "metadata": v["metadata"] });
+        let mut input = hook_input;
+        input["args"] = args;
+        let chained = self
+            .run_segments(
+                "tool.execute.after",
+                after,
+                input,
+                raw.clone(),
+                Some(opts.timeout),
+            )
+            .await
+            .map_err(lost)?;
+        let fin = &chained["output"];
+        if !fin["output"].is_string() {
+            return Err(crate::host::CallError {
+                code: code::INVALID_RESPONSE,
+                message: "tool.execute.after left a result without an output string".into(),
+            });
+        }
+        for i in instances(&chained) {
+            if !by.contains(&i) {
+                by.push(i);
+            }
+        }
+        let changed = fin != &raw;
+        Ok(serde_json::json!({
+            "title": fin["title"], "output": fin["output"], "metadata": fin["metadata"],
+            "raw": if changed { raw } else { Value::Null },
+            "transformedBy": by,
+            "finalArgs": v["finalArgs"],
+        }))
     }
 }
 
@@ -1050,6 +1273,7 @@ fn tool_entries(
         .into_iter()
         .flatten()
         .map(|t| ToolEntry {
+            host: None,
             name: t["name"].as_str().unwrap_or_default().to_string(),
             description: t["description"].as_str().unwrap_or_default().to_string(),
             parameters: t["parameters"].clone(),
@@ -1122,8 +1346,8 @@ impl Berth {
                     })
                     .map(|s| {
                         format!(
-                            "{}:{}:{:?}:{:?};",
-                            s.id, s.digest, s.approval.decision, s.approval.grew
+                            "{}:{}:{:?}:{:?}:{};",
+                            s.id, s.digest, s.approval.decision, s.approval.grew, s.own_host
                         )
                     })
                     .collect();

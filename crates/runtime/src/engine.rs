@@ -302,6 +302,7 @@ impl Berth {
             g.directory.display().to_string()
         };
         let sources: Vec<SourceView> = self.with_store(|store| {
+            let own = store.own_hosts().unwrap_or_default();
             discovery
                 .sources
                 .iter()
@@ -340,6 +341,7 @@ impl Berth {
                         ));
                     }
                     SourceView {
+                        own_host: own.contains(&source.id),
                         source,
                         approval: view,
                     }
@@ -598,6 +600,30 @@ impl Berth {
         })?;
         self.rescan();
         Ok(chosen.iter().map(|s| s.id.clone()).collect())
+    }
+
+    /// Gives each source of `ids` a host of its own (`own`), or puts it back in the shared one;
+    /// the next activation moves it (its old host is stopped). Unknown ids fail first.
+    pub fn set_own_host(&self, ids: &[String], own: bool) -> Result<Vec<String>, BerthError> {
+        let snapshot = self.status();
+        for id in ids {
+            if !snapshot.sources.iter().any(|s| &s.id == id) {
+                return Err(BerthError::new(
+                    code::INVALID_ARGUMENTS,
+                    "host",
+                    format!("no source has the id `{id}`"),
+                    "list the ids with `berth sources`",
+                ));
+            }
+        }
+        self.with_store(|s| {
+            for id in ids {
+                s.set_own_host(id, own)?;
+            }
+            Ok::<(), berth_store::StoreError>(())
+        })?;
+        self.rescan();
+        Ok(ids.to_vec())
     }
 
     pub fn approvals(&self) -> Result<Vec<ApprovalRow>, BerthError> {

@@ -81,6 +81,9 @@ pub struct SourceView {
     #[serde(flatten)]
     pub source: Source,
     pub approval: ApprovalView,
+    /// It runs in a host of its own (no other plugin shares its process); else in the
+    /// backend's shared host, one trust domain with the plugins there.
+    pub own_host: bool,
 }
 
 impl std::ops::Deref for SourceView {

@@ -854,7 +854,12 @@ impl Berth {
                 )
                 .for_plugin(p.plugin.clone())
             })?;
-        let host = RetireWhenDone(self.supervisor().await?.dedicated(backend).await?);
+        let host = RetireWhenDone(
+            self.supervisor()
+                .await?
+                .dedicated(backend, &p.plugin)
+                .await?,
+        );
         self.load_plugin(&host.0, source, backend)
             .await
             .map_err(|e| e.for_plugin(p.plugin.clone()))?;

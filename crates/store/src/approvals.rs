@@ -194,3 +194,31 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 }
+
+impl Store {
+    /// Gives `source_id` a host of its own (`own`), or puts it back in the shared one.
+    pub fn set_own_host(&self, source_id: &str, own: bool) -> Result<(), StoreError> {
+        let r = if own {
+            self.conn.execute(
+                "INSERT INTO own_hosts (source_id, set_at_ms) VALUES (?1, ?2) ON CONFLICT(source_id) DO NOTHING",
+                params![source_id, crate::open::now_ms()],
+            )
+        } else {
+            self.conn
+                .execute("DELETE FROM own_hosts WHERE source_id = ?1", [source_id])
+        };
+        r.map(|_| ()).map_err(|e| self.err(e))
+    }
+
+    /// The sources that run in a host of their own.
+    pub fn own_hosts(&self) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT source_id FROM own_hosts")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?;
+        rows.map(|r| r.map_err(|e| self.err(e))).collect()
+    }
+}

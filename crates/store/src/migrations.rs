@@ -110,6 +110,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         SELECT '*', permission, pattern, action, set_at_ms FROM permission_rules;
     DROP TABLE permission_rules;
     ALTER TABLE permission_rules_by_plugin RENAME TO permission_rules;",
+    // 9: sources the person gave a host of their own (no other plugin shares its process).
+    "CREATE TABLE own_hosts (
+        source_id     TEXT PRIMARY KEY NOT NULL,
+        set_at_ms     INTEGER NOT NULL
+    ) STRICT;",
 ];
 
 /// The schema version this build writes.

@@ -264,10 +264,33 @@ struct Pending {
     meta: Option<mpsc::UnboundedSender<(Option<String>, Value)>>,
 }
 
+/// Which host a source runs in: the backend's shared host, or a host of its own (`own`: the
+/// one source it runs). Sources that share a host are one trust domain (seed 003 §8.1).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct HostKey {
+    pub backend: RuntimeKind,
+    pub own: Option<String>,
+}
+
+impl HostKey {
+    pub fn shared(backend: RuntimeKind) -> HostKey {
+        HostKey { backend, own: None }
+    }
+
+    pub fn own(backend: RuntimeKind, source: &str) -> HostKey {
+        HostKey {
+            backend,
+            own: Some(source.to_string()),
+        }
+    }
+}
+
 /// Facts about a running host, for the status page.
 #[derive(Debug, Clone, Serialize)]
 pub struct HostInfo {
     pub backend: RuntimeKind,
+    /// The source it runs alone, when it is that source's own host (else shared).
+    pub own: Option<String>,
     pub pid: u32,
     pub generation: u64,
     pub rss_bytes: u64,
@@ -278,6 +301,8 @@ pub struct HostInfo {
 /// One running host process.
 pub struct Host {
     pub backend: RuntimeKind,
+    /// Which host this is (shared, or a source's own).
+    pub key: HostKey,
     pub generation: u64,
     pub pid: u32,
     /// The value of `procs::TREE_VAR` in this host's processes.
@@ -397,6 +422,7 @@ impl Host {
     pub fn info(&self) -> HostInfo {
         HostInfo {
             backend: self.backend,
+            own: self.key.own.clone(),
             pid: self.pid,
             generation: self.generation,
             rss_bytes: procs::rss_bytes(self.pid),
@@ -983,7 +1009,7 @@ impl Drop for GiveUpGuard<'_> {
 pub struct HostSupervisor {
     layout: HostLayout,
     runtimes: Vec<RuntimeInfo>,
-    hosts: tokio::sync::Mutex<HashMap<RuntimeKind, Arc<Host>>>,
+    hosts: tokio::sync::Mutex<HashMap<HostKey, Arc<Host>>>,
     /// The same hosts, readable without awaiting (the status snapshot is built synchronously).
     live: Mutex<Vec<Arc<Host>>>,
     generation: AtomicU64,
@@ -1075,16 +1101,22 @@ impl HostSupervisor {
             .collect()
     }
 
-    /// The live host for `backend`, starting one if needed (within the restart budget).
+    /// The live shared host for `backend`, starting one if needed (within the restart budget).
     pub async fn host(&self, backend: RuntimeKind) -> Result<Arc<Host>, BerthError> {
+        self.host_for(&HostKey::shared(backend)).await
+    }
+
+    /// The live host for `key` (shared, or a source's own), starting one if needed.
+    pub async fn host_for(&self, key: &HostKey) -> Result<Arc<Host>, BerthError> {
         let mut hosts = self.hosts.lock().await;
-        if let Some(h) = hosts.get(&backend) {
+        if let Some(h) = hosts.get(key) {
             if !h.is_lost() {
                 return Ok(h.clone());
             }
             // Its loss was counted once, when it happened; it is not asked again.
-            hosts.remove(&backend);
+            hosts.remove(key);
         }
+        let backend = key.backend;
         if self.is_paused(backend) {
             return Err(BerthError::new(
                 code::TEMPORARILY_UNAVAILABLE,
@@ -1093,15 +1125,19 @@ impl HostSupervisor {
                 "look at the plugins' diagnostics and the log, then press Resume on the status page (or restart Berth)",
             ));
         }
-        let host = self.spawn(backend).await?;
-        hosts.insert(backend, host.clone());
+        let host = self.spawn(key.clone()).await?;
+        hosts.insert(key.clone(), host.clone());
         self.track(&host);
         Ok(host)
     }
 
     /// A host of its own for one piece of work (a plugin's login flow): started fresh, never
     /// shared, listed among the running hosts until it is retired.
-    pub async fn dedicated(&self, backend: RuntimeKind) -> Result<Arc<Host>, BerthError> {
+    pub async fn dedicated(
+        &self,
+        backend: RuntimeKind,
+        source: &str,
+    ) -> Result<Arc<Host>, BerthError> {
         if self.is_paused(backend) {
             return Err(BerthError::new(
                 code::TEMPORARILY_UNAVAILABLE,
@@ -1110,27 +1146,50 @@ impl HostSupervisor {
                 "press Resume on the status page (or restart Berth)",
             ));
         }
-        let host = self.spawn(backend).await?;
+        let host = self.spawn(HostKey::own(backend, source)).await?;
         self.track(&host);
         Ok(host)
     }
 
-    /// The running host of `backend`, if any (never starts one).
+    /// The running shared host of `backend`, if any (never starts one).
     pub async fn current(&self, backend: RuntimeKind) -> Option<Arc<Host>> {
+        self.current_for(&HostKey::shared(backend)).await
+    }
+
+    /// The running host for `key`, if any (never starts one).
+    pub async fn current_for(&self, key: &HostKey) -> Option<Arc<Host>> {
         self.hosts
             .lock()
             .await
-            .get(&backend)
+            .get(key)
             .filter(|h| !h.is_lost())
             .cloned()
     }
 
-    /// Takes `backend`'s host out of service: the next call or load starts a fresh one, and
-    /// this one is retired once its calls in flight have ended (they finish where they
-    /// started; nothing is moved or replayed). For a revoked source, and for a changed one: a
-    /// module graph cannot be reloaded in place (Bun caches modules by path whatever the query).
-    pub async fn recycle(&self, backend: RuntimeKind, why: &str) {
-        let Some(old) = self.hosts.lock().await.remove(&backend) else {
+    /// The running hosts (shared and own) whose loaded sources include any of `ids`.
+    pub async fn running(&self, ids: &[String]) -> Vec<HostKey> {
+        self.hosts
+            .lock()
+            .await
+            .iter()
+            .filter(|(_, h)| {
+                !h.is_lost()
+                    && h.loaded
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .iter()
+                        .any(|id| ids.contains(id))
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Takes `key`'s host out of service: the next call or load starts a fresh one, and this
+    /// one is retired once its calls in flight have ended (they finish where they started;
+    /// nothing is moved or replayed). For a changed source: a module graph cannot be reloaded
+    /// in place (Bun caches modules by path whatever the query).
+    pub async fn recycle(&self, key: &HostKey, why: &str) {
+        let Some(old) = self.hosts.lock().await.remove(key) else {
             return;
         };
         if old.in_flight() == 0 {
@@ -1148,11 +1207,11 @@ impl HostSupervisor {
     }
 
     /// A revoked source's code stops now: its calls in flight end `cancelled` at once, the
-    /// next call or load starts a fresh host, and this one — the revoked code lives in its
+    /// next call or load starts a fresh host, and `key`'s host — the revoked code lives in its
     /// process, timers included — is stopped after the cancel grace, whatever else is still in
     /// flight there (those calls end `process-lost`, never repeated). Returns once it stopped.
-    pub async fn revoke(&self, backend: RuntimeKind, instances: &[String], why: &str) {
-        let Some(old) = self.hosts.lock().await.remove(&backend) else {
+    pub async fn revoke(&self, key: &HostKey, instances: &[String], why: &str) {
+        let Some(old) = self.hosts.lock().await.remove(key) else {
             return;
         };
         old.stop_calls_of(instances, why);
@@ -1185,7 +1244,8 @@ impl HostSupervisor {
         Ok(dir)
     }
 
-    async fn spawn(&self, backend: RuntimeKind) -> Result<Arc<Host>, BerthError> {
+    async fn spawn(&self, key: HostKey) -> Result<Arc<Host>, BerthError> {
+        let backend = key.backend;
         let unavailable = |msg: String| {
             BerthError::new(
                 code::TEMPORARILY_UNAVAILABLE,
@@ -1327,6 +1387,7 @@ impl HostSupervisor {
         let writer = Arc::new(tokio::sync::Mutex::new(wr));
         let host = Arc::new_cyclic(|me| Host {
             me: me.clone(),
+            key,
             backend,
             generation,
             pid,

@@ -1,25 +1,42 @@
 //! The JSON Schema Berth gives each standalone tool equals the `parameters` real OpenCode
 //! 1.18.4 sends the model for the same file (`tests/oracle/tools/schemas.json`): optional,
 //! defaults, enums, integer and number bounds, arrays, nested objects, descriptions, nullable,
-//! unions, literals, records, empty args, and hand-written JSON Schema args.
+//! unions, literals, records, empty args, and hand-written JSON Schema args. A name several
+//! sources register (a tool file and two plugins) goes to the same winner as in OpenCode
+//! (`tests/oracle/tools/collisions.json`).
 
 use serde_json::Value;
 
 use crate::support::*;
 
 fn berth_tools() -> Value {
+    berth_tools_of("fixtures/tool-schemas")
+}
+
+/// Berth's catalog for the `.opencode` folder of `fixture`/project, everything approved (both
+/// checkpoints: plugins register what is only known once they load).
+fn berth_tools_of(fixture: &str) -> Value {
     let s = Sandbox::new();
-    let src = repo_root().join("fixtures/tool-schemas/project/.opencode/tools");
-    for e in std::fs::read_dir(&src).unwrap().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        s.write(
-            &format!("project/.opencode/tools/{name}"),
-            &std::fs::read_to_string(e.path()).unwrap(),
-        );
+    let src = repo_root().join(fixture).join("project/.opencode");
+    for dir in ["tools", "plugins"] {
+        let Ok(entries) = std::fs::read_dir(src.join(dir)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            s.write(
+                &format!("project/.opencode/{dir}/{name}"),
+                &std::fs::read_to_string(e.path()).unwrap(),
+            );
+        }
     }
-    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
-    let (code, v) = s.run_json(&["tools"]);
-    assert_eq!(code, 0, "{v}");
+    let mut v = Value::Null;
+    for _ in 0..2 {
+        assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+        let (code, out) = s.run_json(&["tools"]);
+        v = out;
+        assert_eq!(code, 0, "{v}");
+    }
     assert_schema("tools", &v);
     assert_eq!(v["problems"], serde_json::json!([]));
     v
@@ -60,8 +77,12 @@ fn compare(berth: &Value, recorded: &Value) -> Result<(), Vec<String>> {
 }
 
 fn recorded() -> Value {
+    recorded_in("schemas.json")
+}
+
+fn recorded_in(file: &str) -> Value {
     let v: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo_root().join("tests/oracle/tools/schemas.json")).unwrap(),
+        &std::fs::read_to_string(repo_root().join("tests/oracle/tools").join(file)).unwrap(),
     )
     .unwrap();
     assert_eq!(v["opencode_version"], "1.18.4");
@@ -105,4 +126,21 @@ fn a_changed_schema_or_a_missing_tool_fails_the_comparison() {
         compare(&fewer, &recorded).is_err(),
         "a missing tool must fail"
     );
+}
+
+#[test]
+fn a_name_several_sources_register_goes_to_the_tool_opencode_gives_the_model() {
+    let recorded = recorded_in("collisions.json");
+    let berth = berth_tools_of("fixtures/tool-collisions");
+    if let Err(d) = compare(&berth, &recorded) {
+        panic!("{}", d.join("\n"));
+    }
+    // Negative control: the earlier plugin's `shared`, or the tool file's `dup`, must fail.
+    for (name, loser) in [("shared", "plugin-a"), ("dup", "tool-dup")] {
+        let mut wrong = berth.clone();
+        let tools = wrong["tools"].as_array_mut().unwrap();
+        let t = tools.iter_mut().find(|t| t["name"] == name).unwrap();
+        t["description"] = Value::from(format!("{name} from {loser}"));
+        assert!(compare(&wrong, &recorded).is_err(), "{name} from {loser}");
+    }
 }

@@ -666,3 +666,93 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
     assert_eq!(out["order"], serde_json::json!(["a", "b", "c"]));
     berth.shutdown_hosts().await;
 }
+
+/// OpenCode's rule for a tool name several sources register (a tool file, two plugins): file
+/// tools lose to plugin tools, and the later plugin wins — after every pass, whatever order
+/// Berth imported them in (plugins whose contributions are not known yet load first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_name_several_sources_register_goes_to_the_one_opencode_lets_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let opencode = dir.path().join("project/.opencode");
+    std::fs::create_dir_all(opencode.join("plugins")).unwrap();
+    std::fs::create_dir_all(opencode.join("tools")).unwrap();
+    std::fs::write(
+        opencode.join("tools/dup.ts"),
+        "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'file', args: {}, async execute() { return 'file' } })\n",
+    )
+    .unwrap();
+    for name in ["a", "b"] {
+        std::fs::write(
+            opencode.join(format!("plugins/{name}.ts")),
+            format!("import {{ tool }} from '@opencode-ai/plugin'\nexport default {{ id: '{name}', server: async () => ({{ tool: {{ dup: tool({{ description: '{name}', args: {{}}, async execute() {{ return '{name}' }} }}) }} }}) }}\n"),
+        )
+        .unwrap();
+    }
+    let berth = support::open_project(dir.path(), &[]);
+    let id_of = |file: &str| {
+        berth
+            .status()
+            .sources
+            .iter()
+            .find(|s| s.entry.ends_with(file))
+            .unwrap()
+            .id
+            .clone()
+    };
+    let (file, a, b) = (id_of("tools/dup.ts"), id_of("a.ts"), id_of("b.ts"));
+    let answer = |berth: &Berth| {
+        let berth = berth.clone();
+        async move {
+            berth
+                .invoke("dup", serde_json::json!({}), None, None)
+                .await
+                .map(|r| r.output.unwrap_or_default())
+        }
+    };
+    // The tool file alone first (the plugins are not approved yet).
+    berth
+        .decide(
+            Some(std::slice::from_ref(&file)),
+            Decision::Allow,
+            "test",
+            false,
+        )
+        .unwrap();
+    berth.activate().await;
+    assert_eq!(answer(&berth).await.unwrap(), "file");
+    // Then the plugins, imported first in the next pass: the later plugin wins, in every pass.
+    for _ in 0..2 {
+        berth.decide(None, Decision::Allow, "test", false).unwrap();
+        berth.activate().await;
+        let active = |id: &str| {
+            berth
+                .status()
+                .tools
+                .iter()
+                .any(|t| t.provider.source_id == id)
+        };
+        let want = if active(&b) {
+            "b"
+        } else if active(&a) {
+            "a"
+        } else {
+            "file"
+        };
+        assert_eq!(answer(&berth).await.unwrap(), want);
+    }
+    let status = berth.status();
+    let dup = status.tools.iter().find(|t| t.name == "dup").unwrap();
+    assert_eq!(dup.provider.source_id, b);
+    assert_eq!(answer(&berth).await.unwrap(), "b");
+    // b withdrawn: the name goes back to a, not to the file.
+    berth
+        .decide(
+            Some(std::slice::from_ref(&b)),
+            Decision::Deny,
+            "test",
+            false,
+        )
+        .unwrap();
+    berth.activate().await;
+    assert_eq!(answer(&berth).await.unwrap(), "a");
+}

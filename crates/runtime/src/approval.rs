@@ -33,14 +33,19 @@ pub fn backend_for(runtimes: &[RuntimeInfo]) -> RuntimeKind {
     }
 }
 
+/// The backend as approvals and contributions record it.
+pub fn backend_name(backend: RuntimeKind) -> &'static str {
+    match backend {
+        RuntimeKind::Bun => "bun",
+        RuntimeKind::Node => "node",
+    }
+}
+
 pub fn key_for(source: &Source, domain: &str, backend: RuntimeKind, project: &str) -> ApprovalKey {
     ApprovalKey {
         source_id: source.id.clone(),
         domain: domain.to_string(),
-        backend: match backend {
-            RuntimeKind::Bun => "bun".into(),
-            RuntimeKind::Node => "node".into(),
-        },
+        backend: backend_name(backend).into(),
         project: project.to_string(),
     }
 }

@@ -27,6 +27,9 @@ pub struct ToolEntry {
     /// The host that runs it (the shared one, or its source's own).
     #[serde(skip)]
     pub host: Option<HostKey>,
+    /// Its source's place in OpenCode's load order (which source wins a name).
+    #[serde(skip)]
+    pub order: usize,
     pub name: String,
     pub description: String,
     /// The JSON Schema the model would get.
@@ -55,8 +58,12 @@ pub struct Activation {
 
 #[derive(Default)]
 pub(crate) struct Catalog {
-    /// By tool name; later registrations win, as in OpenCode.
+    /// By tool name, the tool the model gets: the claimant OpenCode lets win (`elect`).
     pub tools: BTreeMap<String, ToolEntry>,
+    /// Every claim on each name, by source (the winner's too).
+    claims: BTreeMap<String, BTreeMap<String, ToolEntry>>,
+    /// The names each source claims.
+    claimed_by: HashMap<String, Vec<String>>,
     /// Sources imported in the live host, with the digest of the bytes imported.
     pub loaded: HashMap<String, String>,
     /// What activation made of each cleared source (active, pending-activation, load-failed).
@@ -72,6 +79,58 @@ pub(crate) struct Catalog {
 }
 
 impl Catalog {
+    /// Registers what source `id` (at `order` in OpenCode's load order) contributes now, in
+    /// place of what it registered before. A name several sources register goes to the one
+    /// OpenCode lets win — plugins over tool files, and among each the later one — whatever
+    /// order Berth imported them in; the others keep their claim and take the name back when
+    /// the winner goes.
+    pub fn register_tools(&mut self, id: &str, order: usize, tools: Vec<ToolEntry>) {
+        self.withdraw_tools(id);
+        let mut names = Vec::with_capacity(tools.len());
+        for mut tool in tools {
+            tool.order = order;
+            let name = tool.name.clone();
+            self.claims
+                .entry(name.clone())
+                .or_default()
+                .insert(id.to_string(), tool);
+            self.elect(&name);
+            names.push(name);
+        }
+        if !names.is_empty() {
+            self.claimed_by.insert(id.to_string(), names);
+        }
+    }
+
+    /// Withdraws every tool source `id` registered (a name it held goes to the next claimant).
+    pub fn withdraw_tools(&mut self, id: &str) {
+        for name in self.claimed_by.remove(id).unwrap_or_default() {
+            if let Some(by) = self.claims.get_mut(&name) {
+                by.remove(id);
+                if by.is_empty() {
+                    self.claims.remove(&name);
+                }
+            }
+            self.elect(&name);
+        }
+    }
+
+    /// Gives `name` to the claimant OpenCode would let win, or drops it when none is left.
+    fn elect(&mut self, name: &str) {
+        let winner = self.claims.get(name).and_then(|by| {
+            by.values()
+                .max_by_key(|t| (t.provider.kind != SourceKind::StandaloneTool, t.order))
+        });
+        match winner {
+            Some(t) => {
+                self.tools.insert(name.to_string(), t.clone());
+            }
+            None => {
+                self.tools.remove(name);
+            }
+        }
+    }
+
     /// The active plugins registering hook `name`, in OpenCode's load order.
     pub fn with_hook(&self, name: &str) -> Vec<String> {
         self.with_hook_in(name)
@@ -277,7 +336,7 @@ impl Berth {
                 .collect();
             for id in &gone {
                 cat.hooks.retain(|h| &h.source_id != id);
-                cat.tools.retain(|_, t| &t.provider.source_id != id);
+                cat.withdraw_tools(id);
                 cat.loaded.remove(id);
                 cat.activity.remove(id);
             }
@@ -384,10 +443,33 @@ impl Berth {
             }
         }
         let mut newly_loaded_plugins = 0usize;
-        // Tool files first, then plugins in OpenCode's load order (hook order follows it).
-        let mut cleared: Vec<(String, &berth_discovery::Source)> = cleared.into_iter().collect();
-        cleared.sort_by_key(|(_, s)| (s.kind != SourceKind::StandaloneTool, s.order));
-        for (id, source) in cleared {
+        // Hosts that imported a plugin held for review, with those plugins.
+        let mut held: BTreeMap<HostKey, Vec<String>> = BTreeMap::new();
+        // Plugins whose bytes were never loaded first (what they register is not known yet: one
+        // may be held, and its host stopped, before the others are imported there), then tool
+        // files, then plugins in OpenCode's load order. Registration does not depend on this
+        // order: hooks are kept in load order, and a tool name goes to the source OpenCode
+        // would let win (`Catalog::register_tool`).
+        let backend_name = approval::backend_name(backend);
+        let mut cleared: Vec<(String, &berth_discovery::Source, bool)> = cleared
+            .into_iter()
+            .map(|(id, s)| {
+                let known = s.kind == SourceKind::StandaloneTool
+                    || self
+                        .with_store(|st| st.contributions(&id, &s.digest, backend_name))
+                        .ok()
+                        .flatten()
+                        .is_some();
+                (id, s, known)
+            })
+            .collect();
+        cleared
+            .sort_by_key(|(_, s, known)| (*known, s.kind != SourceKind::StandaloneTool, s.order));
+        for (id, source, known) in cleared {
+            if known {
+                // The held ones' hosts stop before anything else is imported there.
+                self.retire_held(&sup, &mut held).await;
+            }
             let host_key = key_of(&id);
             let host = match sup.host_for(&host_key).await {
                 Ok(h) => h,
@@ -434,7 +516,7 @@ impl Berth {
                 .is_ok();
             if loading.is_ok() && !still_cleared {
                 let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
-                cat.tools.retain(|_, t| t.provider.source_id != id);
+                cat.withdraw_tools(&id);
                 cat.hooks.retain(|h| h.source_id != id);
                 cat.loaded.clear();
                 cat.activity.remove(&id);
@@ -477,21 +559,16 @@ impl Berth {
                     if !extra.is_empty() {
                         // Checkpoint two: the module contributes more than was approved. None
                         // of it is registered, and its code — already imported — must not keep
-                        // running: its host is stopped now (the others are loaded again).
+                        // running: its host is stopped once the plugins not loaded before are
+                        // imported (one stop however many are held), before anything else is.
                         {
                             let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
-                            cat.tools.retain(|_, t| t.provider.source_id != id);
+                            cat.withdraw_tools(&id);
                             cat.activity
                                 .insert(id.clone(), SourceState::PendingActivation);
                             cat.hooks.retain(|h| h.source_id != id);
                         }
-                        self.retire_host(
-                            &sup,
-                            &host_key,
-                            Some(std::slice::from_ref(&id)),
-                            "it registers more than was approved and is held for review",
-                        )
-                        .await;
+                        held.entry(host_key.clone()).or_default().push(id.clone());
                         act.held_code = true;
                         act.problems.push(
                             BerthError::new(
@@ -506,17 +583,20 @@ impl Berth {
                         continue;
                     }
                     let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
-                    cat.tools.retain(|_, t| t.provider.source_id != id);
                     host.loaded
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .insert(id.clone());
                     cat.loaded.insert(id.clone(), source.digest.clone());
                     cat.activity.insert(id.clone(), SourceState::Active);
-                    for mut t in loaded {
-                        t.host = Some(host_key.clone());
-                        cat.tools.insert(t.name.clone(), t);
-                    }
+                    let loaded = loaded
+                        .into_iter()
+                        .map(|t| ToolEntry {
+                            host: Some(host_key.clone()),
+                            ..t
+                        })
+                        .collect();
+                    cat.register_tools(&id, source.order, loaded);
                     cat.hooks.retain(|h| h.source_id != id);
                     if source.kind != SourceKind::StandaloneTool {
                         newly_loaded_plugins += 1;
@@ -533,12 +613,13 @@ impl Berth {
                 Err(e) => {
                     let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
                     cat.activity.insert(id.clone(), SourceState::LoadFailed);
-                    cat.tools.retain(|_, t| t.provider.source_id != id);
+                    cat.withdraw_tools(&id);
                     cat.loaded.remove(&id);
                     act.problems.push(e.for_plugin(id.clone()));
                 }
             }
         }
+        self.retire_held(&sup, &mut held).await;
         // After every plugin is constructed, all `config` hooks run once over the merged config,
         // in plugin order (OpenCode only logs their failures).
         if newly_loaded_plugins > 0 {
@@ -563,6 +644,19 @@ impl Berth {
             .cloned()
             .collect();
         act
+    }
+
+    /// Stops the hosts that imported a plugin held for review (`held`: host → those plugins).
+    async fn retire_held(&self, sup: &HostSupervisor, held: &mut BTreeMap<HostKey, Vec<String>>) {
+        for (key, ids) in std::mem::take(held) {
+            self.retire_host(
+                sup,
+                &key,
+                Some(&ids),
+                "it imported a plugin held for review",
+            )
+            .await;
+        }
     }
 
     /// Stops `key`'s host — at once for a revocation (`revoked`: the sources whose calls end
@@ -1274,6 +1368,7 @@ fn tool_entries(
         .flatten()
         .map(|t| ToolEntry {
             host: None,
+            order: source.order,
             name: t["name"].as_str().unwrap_or_default().to_string(),
             description: t["description"].as_str().unwrap_or_default().to_string(),
             parameters: t["parameters"].clone(),

@@ -266,7 +266,7 @@ struct Pending {
 
 /// Which host a source runs in: the backend's shared host, or a host of its own (`own`: the
 /// one source it runs). Sources that share a host are one trust domain (seed 003 §8.1).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct HostKey {
     pub backend: RuntimeKind,
     pub own: Option<String>,

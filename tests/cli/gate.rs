@@ -590,8 +590,10 @@ fn the_hosts_environment_holds_no_secret_and_serverurl_calls_name_their_plugin()
         .unwrap()
         .to_string();
     assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
-    let v = wait_for(&srv, "the plugin's toast", |v| {
+    // The toast is published while the plugin loads; its host is listed once activation ends.
+    let v = wait_for(&srv, "the plugin's toast and its host", |v| {
         v["notices"].as_array().is_some_and(|n| !n.is_empty())
+            && v["hosts"].as_array().is_some_and(|h| !h.is_empty())
     });
     assert_eq!(
         v["notices"][0]["plugin"], id,

@@ -367,12 +367,17 @@ async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Even
     let initial = tokio_stream::once(Ok(Event::default()
         .event("status")
         .data(serde_json::to_string(&*first).unwrap_or_default())));
-    let updates = BroadcastStream::new(s.berth.subscribe()).filter_map(|ev| {
-        ev.ok().map(|ev| {
-            Ok(Event::default()
-                .event("status")
-                .data(serde_json::to_string(&*ev.snapshot).unwrap_or_default()))
-        })
+    // A reader too slow for the bounded channel skips what it missed and gets the latest
+    // snapshot (snapshots are whole; nothing is lost by skipping).
+    let berth = s.berth.clone();
+    let updates = BroadcastStream::new(s.berth.subscribe()).map(move |ev| {
+        let snapshot = match ev {
+            Ok(ev) => ev.snapshot,
+            Err(_lagged) => berth.status(),
+        };
+        Ok(Event::default()
+            .event("status")
+            .data(serde_json::to_string(&*snapshot).unwrap_or_default()))
     });
     Sse::new(initial.chain(updates)).keep_alive(KeepAlive::new().interval(Duration::from_secs(30)))
 }

@@ -169,22 +169,44 @@ impl ReportedOnce {
 }
 
 /// Log lines per plugin: a burst of [`LogBudget::BURST`], then [`LogBudget::PER_SECOND`] a
-/// second; what is over is dropped and counted (reported in the next line that gets through).
-/// At the log's size, Berth's own lines of at least the last hour stay however noisy a plugin is.
-#[derive(Default)]
+/// second; and all plugins together at most [`LogBudget::BYTES_PER_SECOND`] (after a burst of
+/// [`LogBudget::BURST_BYTES`]). What is over is dropped and counted (reported in the next line
+/// that gets through). Plugins then write at most ~7.6 MB an hour, however many are noisy, and
+/// the log keeps 16 MiB: Berth's own lines of at least the last hour stay.
 struct LogBudget {
     plugins: std::collections::HashMap<String, (f64, std::time::Instant, u64)>,
+    /// Bytes all plugins may still write now, and when that was computed.
+    bytes: (f64, std::time::Instant),
+}
+
+impl Default for LogBudget {
+    fn default() -> Self {
+        LogBudget {
+            plugins: Default::default(),
+            bytes: (Self::BURST_BYTES, std::time::Instant::now()),
+        }
+    }
 }
 
 impl LogBudget {
     const BURST: f64 = 30.0;
     const PER_SECOND: f64 = 1.0;
+    const BURST_BYTES: f64 = 256.0 * 1024.0;
+    const BYTES_PER_SECOND: f64 = 2048.0;
 
-    fn admit(&mut self, plugin: &str) -> bool {
+    /// Whether `plugin` may write a line of `len` bytes now.
+    fn admit(&mut self, plugin: &str, len: usize) -> bool {
+        self.admit_at(plugin, len, std::time::Instant::now())
+    }
+
+    fn admit_at(&mut self, plugin: &str, len: usize, now: std::time::Instant) -> bool {
         if self.plugins.len() > 1024 {
             self.plugins.clear();
         }
-        let now = std::time::Instant::now();
+        let (total, total_at) = &mut self.bytes;
+        *total = (*total + now.duration_since(*total_at).as_secs_f64() * Self::BYTES_PER_SECOND)
+            .min(Self::BURST_BYTES);
+        *total_at = now;
         let (tokens, at, dropped) =
             self.plugins
                 .entry(plugin.to_string())
@@ -192,11 +214,12 @@ impl LogBudget {
         *tokens =
             (*tokens + now.duration_since(*at).as_secs_f64() * Self::PER_SECOND).min(Self::BURST);
         *at = now;
-        if *tokens < 1.0 {
+        if *tokens < 1.0 || *total < len as f64 {
             *dropped += 1;
             return false;
         }
         *tokens -= 1.0;
+        *total -= len as f64;
         if *dropped > 0 {
             tracing::warn!(plugin = %plugin, dropped = *dropped, "a plugin wrote more log lines than its budget; these were dropped");
             *dropped = 0;
@@ -352,7 +375,8 @@ impl Berth {
                 let service = bounded(b["service"].as_str().unwrap_or_default(), NAME_CHARS);
                 let message = bounded(b["message"].as_str().unwrap_or_default(), LOG_CHARS);
                 // One plugin's flood cannot rotate Berth's own lines out of the log.
-                if !self.world().log_budget.admit(instance) {
+                let len = service.len() + message.len() + instance.len();
+                if !self.world().log_budget.admit(instance, len) {
                     return data(json!(true));
                 }
                 let message = if service.is_empty() {
@@ -1080,5 +1104,46 @@ impl Berth {
             Err(keyring::Error::NoEntry) => Ok(None),
             Err(e) => Err(keyring_error(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LogBudget;
+    use std::time::{Duration, Instant};
+
+    /// Ten plugins each trying a 2 KB line ten times a second for an hour write at most what
+    /// the log can hold beside Berth's own hour; one quiet plugin's lines still get through.
+    #[test]
+    fn noisy_plugins_together_stay_within_the_hourly_log_budget() {
+        let start = Instant::now();
+        let mut budget = LogBudget {
+            bytes: (LogBudget::BURST_BYTES, start),
+            ..LogBudget::default()
+        };
+        let (mut written, mut quiet) = (0usize, 0usize);
+        for tick in 0..36_000u64 {
+            let now = start + Duration::from_millis(tick * 100);
+            for p in 0..10 {
+                if budget.admit_at(&format!("noisy-{p}"), 2_100, now) {
+                    written += 2_100;
+                }
+            }
+            // A plugin logging a short line once a minute.
+            if tick % 600 == 0 && budget.admit_at("quiet", 80, now) {
+                quiet += 1;
+            }
+        }
+        let cap = LogBudget::BURST_BYTES + 3600.0 * LogBudget::BYTES_PER_SECOND;
+        assert!(written as f64 <= cap, "{written} bytes in an hour");
+        // Without the shared budget each noisy plugin alone would write ~7.6 MB; the shared
+        // one is spent, not starved.
+        assert!(written > 6_000_000, "{written}");
+        let per_plugin_only = 10 * (30 + 3600) * 2_100;
+        assert!(per_plugin_only as f64 > 4.0 * cap);
+        assert!(
+            quiet >= 50,
+            "the quiet plugin got through {quiet} of 60 times"
+        );
     }
 }

@@ -384,9 +384,9 @@ async function invoke(msg) {
     // transforms the result (reassigning its fields works).
     // Beyond OpenCode (seed 003 §6.2): what the hooks left is checked against the tool's own
     // schema again, and the tool runs on exactly the arguments that passed.
-    const givenArgs = stringify(parsedArgs)
     let changedArgs = []
     if (before?.length) {
+      const givenArgs = stringify(parsedArgs)
       const chained = await hookChain({ name: "tool.execute.before", instances: before, input: hookInput, output: { args: parsedArgs }, budgetMs })
       if (stringify(parsedArgs) !== givenArgs) {
         changedArgs = chained.steps.map((s) => s.instance)

@@ -582,7 +582,7 @@ impl Host {
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let input_digest = berth_discovery::sha256_hex(body.to_string().as_bytes());
-        let involved_body = body.clone();
+        let involves = involved(instance, kind, &body);
         let frame = encode(&ToHost::Req {
             v: PROTOCOL_VERSION,
             id,
@@ -613,7 +613,7 @@ impl Host {
                 id,
                 Pending {
                     tx,
-                    involves: involved(instance, kind, &involved_body),
+                    involves,
                     instance: instance.to_string(),
                     acked: false,
                     meta: opts.metadata.clone(),

@@ -6,7 +6,7 @@
 // Must not: decide what may run (the supervisor's gate already did), read Berth's store, or
 // let a plugin's failure take down other calls.
 // First: the built-ins the host relies on, captured before any plugin code exists.
-import { stringify, parse, ErrorCtor, PromiseCtor, promiseThen, objectEntries, objectKeys, objectValues, isArray, SafeMap, SafeSet, SafeWeakMap, bufferAlloc, bufferAllocUnsafe, bufferByteLength, bufferConcat, bufWrite, bufWriteUInt32BE, bufReadUInt32BE, bufSubarray, bufToString, bufLength, stringSlice } from "./intrinsics.mjs"
+import { stringify, parse, ErrorCtor, PromiseCtor, promiseThen, objectEntries, objectKeys, objectValues, isArray, SafeMap, SafeSet, SafeWeakMap, bufferAlloc, bufferAllocUnsafe, bufferByteLength, bufferConcat, bufWrite, bufSubarray, bufToString, bufLength, stringSlice } from "./intrinsics.mjs"
 import net from "node:net"
 import { readFileSync } from "node:fs"
 import { pathToFileURL, fileURLToPath } from "node:url"
@@ -137,7 +137,11 @@ function send(msg) {
   }
   // One buffer per frame: the length prefix and the body written in place.
   const frame = bufferAllocUnsafe(4 + length)
-  bufWriteUInt32BE(frame, length, 0)
+  // Index writes: a typed array's elements are not reachable through any prototype.
+  frame[0] = length >>> 24
+  frame[1] = (length >>> 16) & 0xff
+  frame[2] = (length >>> 8) & 0xff
+  frame[3] = length & 0xff
   bufWrite(frame, json, 4)
   sockWrite(frame)
 }
@@ -148,10 +152,11 @@ let welcomed = false
 sock.on("data", (chunk) => {
   buffered = bufLength(buffered) ? bufferConcat([buffered, chunk]) : chunk
   for (;;) {
-    if (bufLength(buffered) < 4) return
-    const len = bufReadUInt32BE(buffered, 0)
+    const have = bufLength(buffered)
+    if (have < 4) return
+    const len = ((buffered[0] << 24) | (buffered[1] << 16) | (buffered[2] << 8) | buffered[3]) >>> 0
     if (len > MAX_FRAME) return die("oversized frame from the supervisor")
-    if (bufLength(buffered) < 4 + len) return
+    if (have < 4 + len) return
     const body = bufSubarray(buffered, 4, 4 + len)
     buffered = bufSubarray(buffered, 4 + len)
     let msg

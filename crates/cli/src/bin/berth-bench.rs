@@ -1,5 +1,6 @@
 //! `berth-bench`: measures Berth's performance targets (DESIGN.md) and prints one
-//! `name value unit` line per figure. `--check` exits 1 when a target is missed.
+//! `name value unit` line per figure. `--check` exits 1 when a target is missed; `--only
+//! hosts,chain` runs those sections alone.
 //! Build it with `--release` for figures worth quoting (`scripts/bench` does).
 //!
 //! The host round trip is sampled in blocks alternating with its two baselines on the same
@@ -20,10 +21,18 @@ use berth_runtime::{Berth, BerthOptions, Decision};
 
 struct Figures {
     check: bool,
+    /// The sections asked for (`--only`), or all.
+    only: Option<Vec<String>>,
     missed: Vec<String>,
 }
 
 impl Figures {
+    fn wants(&self, section: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|s| s == section))
+    }
+
     fn print(&mut self, name: &str, value: f64, unit: &str, target: Option<(f64, bool)>) {
         println!("{name} {value:.3} {unit}");
         if let Some((limit, lower_is_better)) = target {
@@ -102,156 +111,172 @@ fn write_plugins(project: &Path, prefix: &str, n: usize, source: impl Fn(usize) 
 }
 
 fn main() {
-    let check = std::env::args().any(|a| a == "--check");
+    let args: Vec<String> = std::env::args().collect();
+    let check = args.iter().any(|a| a == "--check");
+    // `--only hosts,chain`: those sections alone (scan, watch, hosts, memory, chain, receipts,
+    // status).
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.split(',').map(str::to_string).collect());
     let mut f = Figures {
         check,
+        only,
         missed: vec![],
     };
     let tmp = tempfile::tempdir().unwrap();
-
-    // --- scan of 1,000 tool files --------------------------------------------------------
-    let (env, project) = scratch(&tmp.path().join("scan"), 1000);
-    let mut cold = Vec::new();
-    let mut warm = Vec::new();
-    for _ in 0..5 {
-        let mut scanner = Scanner::new();
-        let t = Instant::now();
-        let d = scanner.scan(&env, &project);
-        cold.push(t.elapsed().as_secs_f64() * 1e3);
-        assert_eq!(d.sources.len(), 1000);
-        let t = Instant::now();
-        scanner.scan(&env, &project);
-        warm.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    f.print(
-        "scan_1000_tools_cold_p50",
-        pct(&mut cold, 0.5),
-        "ms",
-        Some((200.0, true)),
-    );
-    f.print(
-        "scan_1000_tools_warm_p50",
-        pct(&mut warm, 0.5),
-        "ms",
-        Some((50.0, true)),
-    );
-
-    // --- file change → snapshot event --------------------------------------------------------
-    let (env, project) = scratch(&tmp.path().join("watch"), 0);
-    let berth = Berth::open(BerthOptions {
-        data_dir: tmp.path().join("watch-data"),
-        project: project.clone(),
-        env,
-        log_file: None,
-    })
-    .unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    let mut lat = Vec::new();
-    {
-        let _w = berth_runtime::watch::watch(berth.clone()).unwrap();
-        let mut rx = berth.subscribe();
-        for i in 0..10 {
-            let file = project.join(format!(".opencode/tools/w{i}.ts"));
-            let t = Instant::now();
-            std::fs::write(&file, "export default {}\n").unwrap();
-            rt.block_on(async {
-                loop {
-                    let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv())
-                        .await
-                        .expect("event")
-                        .unwrap();
-                    if ev
-                        .snapshot
-                        .sources
-                        .iter()
-                        .any(|s| s.entry.ends_with(&format!("w{i}.ts")))
-                    {
-                        break;
-                    }
-                }
-            });
-            lat.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    f.print(
-        "file_change_to_event_p50",
-        pct(&mut lat, 0.5),
-        "ms",
-        Some((300.0, true)),
-    );
 
-    // --- hosts: approval → callable, round trips, full invoke ------------------------------
-    for backend in [RuntimeKind::Bun, RuntimeKind::Node] {
-        let name = format!("{backend:?}").to_lowercase();
-        let (env, project) = scratch(&tmp.path().join(format!("host-{name}")), 1);
-        if backend == RuntimeKind::Node {
-            // SAFETY: single-threaded at this point of the benchmark.
-            unsafe { std::env::set_var("BERTH_BUN", "/nonexistent") };
+    // --- scan of 1,000 tool files --------------------------------------------------------
+    if f.wants("scan") {
+        let (env, project) = scratch(&tmp.path().join("scan"), 1000);
+        let mut cold = Vec::new();
+        let mut warm = Vec::new();
+        for _ in 0..5 {
+            let mut scanner = Scanner::new();
+            let t = Instant::now();
+            let d = scanner.scan(&env, &project);
+            cold.push(t.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(d.sources.len(), 1000);
+            let t = Instant::now();
+            scanner.scan(&env, &project);
+            warm.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        f.print(
+            "scan_1000_tools_cold_p50",
+            pct(&mut cold, 0.5),
+            "ms",
+            Some((200.0, true)),
+        );
+        f.print(
+            "scan_1000_tools_warm_p50",
+            pct(&mut warm, 0.5),
+            "ms",
+            Some((50.0, true)),
+        );
+    }
+    // --- file change → snapshot event --------------------------------------------------------
+    if f.wants("watch") {
+        let (env, project) = scratch(&tmp.path().join("watch"), 0);
         let berth = Berth::open(BerthOptions {
-            data_dir: tmp.path().join(format!("host-data-{name}")),
-            project,
+            data_dir: tmp.path().join("watch-data"),
+            project: project.clone(),
             env,
             log_file: None,
         })
         .unwrap();
-        let target_cold = if backend == RuntimeKind::Bun {
-            150.0
-        } else {
-            300.0
-        };
-        // Preparing the host's dependencies is a one-time install step per data dir (linked
-        // from the set-up copy); it is measured on its own, not as part of the cold start.
-        if backend == RuntimeKind::Bun {
-            let seed = host_deps_seed();
-            let t = Instant::now();
-            berth_runtime::deps::prepare_host_deps(&tmp.path().join("deps-probe"), seed.as_deref())
+        let mut lat = Vec::new();
+        {
+            let _w = berth_runtime::watch::watch(berth.clone()).unwrap();
+            let mut rx = berth.subscribe();
+            for i in 0..10 {
+                let file = project.join(format!(".opencode/tools/w{i}.ts"));
+                let t = Instant::now();
+                std::fs::write(&file, "export default {}\n").unwrap();
+                rt.block_on(async {
+                    loop {
+                        let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+                            .await
+                            .expect("event")
+                            .unwrap();
+                        if ev
+                            .snapshot
+                            .sources
+                            .iter()
+                            .any(|s| s.entry.ends_with(&format!("w{i}.ts")))
+                        {
+                            break;
+                        }
+                    }
+                });
+                lat.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        f.print(
+            "file_change_to_event_p50",
+            pct(&mut lat, 0.5),
+            "ms",
+            Some((300.0, true)),
+        );
+    }
+    // --- hosts: approval → callable, round trips, full invoke ------------------------------
+    if f.wants("hosts") {
+        for backend in [RuntimeKind::Bun, RuntimeKind::Node] {
+            let name = format!("{backend:?}").to_lowercase();
+            let (env, project) = scratch(&tmp.path().join(format!("host-{name}")), 1);
+            if backend == RuntimeKind::Node {
+                // SAFETY: single-threaded at this point of the benchmark.
+                unsafe { std::env::set_var("BERTH_BUN", "/nonexistent") };
+            }
+            let berth = Berth::open(BerthOptions {
+                data_dir: tmp.path().join(format!("host-data-{name}")),
+                project,
+                env,
+                log_file: None,
+            })
+            .unwrap();
+            let target_cold = if backend == RuntimeKind::Bun {
+                150.0
+            } else {
+                300.0
+            };
+            // Preparing the host's dependencies is a one-time install step per data dir (linked
+            // from the set-up copy); it is measured on its own, not as part of the cold start.
+            if backend == RuntimeKind::Bun {
+                let seed = host_deps_seed();
+                let t = Instant::now();
+                berth_runtime::deps::prepare_host_deps(
+                    &tmp.path().join("deps-probe"),
+                    seed.as_deref(),
+                )
                 .unwrap();
+                f.print(
+                    "host_deps_prepare_from_local_copy",
+                    t.elapsed().as_secs_f64() * 1e3,
+                    "ms",
+                    None,
+                );
+            }
+            let seed = host_deps_seed();
+            berth_runtime::deps::prepare_host_deps(
+                &tmp.path().join(format!("host-data-{name}")),
+                seed.as_deref(),
+            )
+            .unwrap();
+            let t = Instant::now();
+            berth.decide(None, Decision::Allow, "cli", false).unwrap();
+            let r = rt
+                .block_on(berth.invoke("t0000", serde_json::json!({ "text": "hi" }), None, None))
+                .unwrap();
+            assert_eq!(r.output.as_deref(), Some("hi"), "{r:?}");
             f.print(
-                "host_deps_prepare_from_local_copy",
+                &format!("approval_to_tool_callable_cold_{name}"),
                 t.elapsed().as_secs_f64() * 1e3,
                 "ms",
-                None,
+                Some((target_cold, true)),
             );
-        }
-        let seed = host_deps_seed();
-        berth_runtime::deps::prepare_host_deps(
-            &tmp.path().join(format!("host-data-{name}")),
-            seed.as_deref(),
-        )
-        .unwrap();
-        let t = Instant::now();
-        berth.decide(None, Decision::Allow, "cli", false).unwrap();
-        let r = rt
-            .block_on(berth.invoke("t0000", serde_json::json!({ "text": "hi" }), None, None))
-            .unwrap();
-        assert_eq!(r.output.as_deref(), Some("hi"), "{r:?}");
-        f.print(
-            &format!("approval_to_tool_callable_cold_{name}"),
-            t.elapsed().as_secs_f64() * 1e3,
-            "ms",
-            Some((target_cold, true)),
-        );
 
-        let host =
-            rt.block_on(async { berth_runtime::catalog::host_for_bench(&berth, backend).await });
-        let instance = berth.status().sources[0].id.clone();
-        // The host and the bare echo are sampled in alternating blocks, so drift on a shared
-        // machine hits both alike. The calls run as a task on the runtime, as the app's and
-        // `berth serve`'s calls do.
-        let runtime = berth_runtime::runtimes::probe(backend).path.unwrap();
-        let mut echo = Echo::spawn(&runtime);
-        let mut floor = FramedEcho::spawn(&runtime, &tmp.path().join(format!("floor-{name}.sock")));
-        let (mut rtt, mut bare, mut floored) = (Vec::new(), Vec::new(), Vec::new());
-        for block in 0..18 {
-            let keep = block >= 8; // warm-up blocks (V8 optimizes a hot path after thousands of calls)
-            let host = host.clone();
-            let instance = instance.clone();
-            let samples = rt.block_on(async move {
+            let host = rt
+                .block_on(async { berth_runtime::catalog::host_for_bench(&berth, backend).await });
+            let instance = berth.status().sources[0].id.clone();
+            // The host and the bare echo are sampled in alternating blocks, so drift on a shared
+            // machine hits both alike. The calls run as a task on the runtime, as the app's and
+            // `berth serve`'s calls do.
+            let runtime = berth_runtime::runtimes::probe(backend).path.unwrap();
+            let mut echo = Echo::spawn(&runtime);
+            let mut floor =
+                FramedEcho::spawn(&runtime, &tmp.path().join(format!("floor-{name}.sock")));
+            let (mut rtt, mut bare, mut floored) = (Vec::new(), Vec::new(), Vec::new());
+            for block in 0..18 {
+                let keep = block >= 8; // warm-up blocks (V8 optimizes a hot path after thousands of calls)
+                let host = host.clone();
+                let instance = instance.clone();
+                let samples = rt.block_on(async move {
                 tokio::spawn(async move {
                     let mut samples = Vec::new();
                     for _ in 0..250 {
@@ -268,233 +293,238 @@ fn main() {
                 .await
                 .unwrap()
             });
-            let echoed: Vec<f64> = (0..250).map(|_| echo.round_trip_us()).collect();
-            let framed: Vec<f64> = (0..250).map(|_| floor.round_trip_us()).collect();
-            if keep {
-                rtt.extend(samples);
-                bare.extend(echoed);
-                floored.extend(framed);
+                let echoed: Vec<f64> = (0..250).map(|_| echo.round_trip_us()).collect();
+                let framed: Vec<f64> = (0..250).map(|_| floor.round_trip_us()).collect();
+                if keep {
+                    rtt.extend(samples);
+                    bare.extend(echoed);
+                    floored.extend(framed);
+                }
             }
-        }
-        let echo = pct(&mut bare, 0.5);
-        f.print(
-            &format!("host_round_trip_p50_{name}"),
-            pct(&mut rtt, 0.5),
-            "us",
-            None,
-        );
-        f.print(
-            &format!("host_round_trip_p99_{name}"),
-            pct(&mut rtt, 0.99),
-            "us",
-            Some((1000.0, true)),
-        );
-        f.print(&format!("bare_json_echo_p50_{name}"), echo, "us", None);
-        f.print(
-            &format!("bare_json_echo_p99_{name}"),
-            pct(&mut bare, 0.99),
-            "us",
-            None,
-        );
-        // What the protocol's own shape costs on this runtime, with no Berth code in it.
-        f.print(
-            &format!("framed_echo_with_ack_p50_{name}"),
-            pct(&mut floored, 0.5),
-            "us",
-            None,
-        );
-        f.print(
-            &format!("host_round_trip_vs_bare_echo_{name}"),
-            pct(&mut rtt, 0.5) / echo,
-            "ratio",
-            Some((2.0, true)),
-        );
+            let echo = pct(&mut bare, 0.5);
+            f.print(
+                &format!("host_round_trip_p50_{name}"),
+                pct(&mut rtt, 0.5),
+                "us",
+                None,
+            );
+            f.print(
+                &format!("host_round_trip_p99_{name}"),
+                pct(&mut rtt, 0.99),
+                "us",
+                Some((1000.0, true)),
+            );
+            f.print(&format!("bare_json_echo_p50_{name}"), echo, "us", None);
+            f.print(
+                &format!("bare_json_echo_p99_{name}"),
+                pct(&mut bare, 0.99),
+                "us",
+                None,
+            );
+            // What the protocol's own shape costs on this runtime, with no Berth code in it.
+            f.print(
+                &format!("framed_echo_with_ack_p50_{name}"),
+                pct(&mut floored, 0.5),
+                "us",
+                None,
+            );
+            f.print(
+                &format!("host_round_trip_vs_bare_echo_{name}"),
+                pct(&mut rtt, 0.5) / echo,
+                "ratio",
+                Some((2.0, true)),
+            );
 
-        let mut full = {
-            let berth = berth.clone();
-            rt.block_on(async move {
-                tokio::spawn(async move {
-                    let mut full = Vec::new();
-                    for i in 0..2000 {
-                        let t = Instant::now();
-                        berth
-                            .invoke("t0000", serde_json::json!({ "text": "x" }), None, None)
-                            .await
-                            .unwrap();
-                        if i >= 1000 {
-                            full.push(t.elapsed().as_secs_f64() * 1e6);
+            let mut full = {
+                let berth = berth.clone();
+                rt.block_on(async move {
+                    tokio::spawn(async move {
+                        let mut full = Vec::new();
+                        for i in 0..2000 {
+                            let t = Instant::now();
+                            berth
+                                .invoke("t0000", serde_json::json!({ "text": "x" }), None, None)
+                                .await
+                                .unwrap();
+                            if i >= 1000 {
+                                full.push(t.elapsed().as_secs_f64() * 1e6);
+                            }
                         }
-                    }
-                    full
+                        full
+                    })
+                    .await
+                    .unwrap()
                 })
-                .await
-                .unwrap()
-            })
-        };
-        f.print(
-            &format!("invoke_with_receipt_p50_{name}"),
-            pct(&mut full, 0.5),
-            "us",
-            Some((300.0, true)),
-        );
-        f.print(
-            &format!("invoke_with_receipt_p99_{name}"),
-            pct(&mut full, 0.99),
-            "us",
-            Some((2000.0, true)),
-        );
-        f.print(
-            &format!("host_rss_one_tool_{name}"),
-            host.info().rss_bytes as f64 / 1048576.0,
-            "MiB",
-            None,
-        );
-        rt.block_on(berth.shutdown_hosts());
-        unsafe { std::env::remove_var("BERTH_BUN") };
-    }
-
-    // --- memory: 20 plugins + 50 standalone tools in the hosts ------------------------------
-    {
-        let (env, project) = scratch(&tmp.path().join("memory"), 50);
-        write_plugins(&project, "p", 20, |i| {
-            format!("import {{ tool }} from '@opencode-ai/plugin'\nexport default {{ id: 'p{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.p{i} = true }}, tool: {{ p{i}_echo: tool({{ description: 'echo', args: {{ text: tool.schema.string() }}, async execute(a) {{ return a.text }} }}) }} }}) }}\n")
-        });
-        let berth = open_prepared(tmp.path().join("memory-data"), env, project);
-        let t = Instant::now();
-        for _ in 0..2 {
-            berth.decide(None, Decision::Allow, "cli", false).unwrap();
-            rt.block_on(berth.activate());
-        }
-        let loaded = berth.status().tools.len();
-        assert_eq!(loaded, 70, "50 tool files + 20 plugin tools");
-        f.print(
-            "activate_20_plugins_50_tools",
-            t.elapsed().as_secs_f64() * 1e3,
-            "ms",
-            None,
-        );
-        let rss: u64 = berth
-            .status()
-            .hosts
-            .iter()
-            .map(|h| berth_runtime::host::procs::rss_bytes(h.pid))
-            .sum();
-        f.print(
-            "rss_hosts_20_plugins_50_tools",
-            rss as f64 / 1048576.0,
-            "MiB",
-            Some((300.0, true)),
-        );
-        rt.block_on(berth.shutdown_hosts());
-    }
-
-    // --- one hook through a chain of 10 plugins ---------------------------------------------
-    for backend in [RuntimeKind::Bun, RuntimeKind::Node] {
-        let name = format!("{backend:?}").to_lowercase();
-        let (env, project) = scratch(&tmp.path().join(format!("chain-{name}")), 0);
-        write_plugins(&project, "c", 10, |i| {
-            format!("export default {{ id: 'c{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.c{i} = (o.options.c{i} ?? 0) + 1 }} }}) }}\n")
-        });
-        if backend == RuntimeKind::Node {
-            // SAFETY: single-threaded at this point of the benchmark.
-            unsafe { std::env::set_var("BERTH_BUN", "/nonexistent") };
-        }
-        let berth = open_prepared(tmp.path().join(format!("chain-data-{name}")), env, project);
-        for _ in 0..2 {
-            berth.decide(None, Decision::Allow, "cli", false).unwrap();
-            rt.block_on(berth.activate());
-        }
-        let input =
-            serde_json::json!({ "sessionID": "s", "agent": "build", "model": { "id": "m" } });
-        let output = serde_json::json!({ "temperature": 0.2, "topP": 1, "options": {} });
-        let first = rt
-            .block_on(berth.run_active_hook("chat.params", input.clone(), output.clone()))
-            .unwrap();
-        assert_eq!(
-            first["options"].as_object().map(|o| o.len()),
-            Some(10),
-            "{first}"
-        );
-        let mut samples = Vec::with_capacity(2000);
-        for i in 0..2200 {
-            let t = Instant::now();
-            rt.block_on(berth.run_active_hook("chat.params", input.clone(), output.clone()))
-                .unwrap();
-            if i >= 200 {
-                samples.push(t.elapsed().as_secs_f64() * 1e6);
-            }
-        }
-        f.print(
-            &format!("hook_chain_10_plugins_p50_{name}"),
-            pct(&mut samples, 0.5),
-            "us",
-            Some((300.0, true)),
-        );
-        f.print(
-            &format!("hook_chain_10_plugins_p99_{name}"),
-            pct(&mut samples, 0.99),
-            "us",
-            None,
-        );
-        rt.block_on(berth.shutdown_hosts());
-        if backend == RuntimeKind::Node {
-            // SAFETY: single-threaded at this point of the benchmark.
+            };
+            f.print(
+                &format!("invoke_with_receipt_p50_{name}"),
+                pct(&mut full, 0.5),
+                "us",
+                Some((300.0, true)),
+            );
+            f.print(
+                &format!("invoke_with_receipt_p99_{name}"),
+                pct(&mut full, 0.99),
+                "us",
+                Some((2000.0, true)),
+            );
+            f.print(
+                &format!("host_rss_one_tool_{name}"),
+                host.info().rss_bytes as f64 / 1048576.0,
+                "MiB",
+                None,
+            );
+            rt.block_on(berth.shutdown_hosts());
             unsafe { std::env::remove_var("BERTH_BUN") };
         }
     }
-
-    // --- receipts --------------------------------------------------------------------------
-    let opened = berth_store::Store::open(&tmp.path().join("receipts.db")).unwrap();
-    let n = 5000;
-    let t = Instant::now();
-    for i in 0..n {
-        let id = format!("rcpt_{i:020}");
-        opened
-            .store
-            .accept_receipt(&berth_store::NewReceipt {
-                receipt_id: &id,
-                idempotency_key: None,
-                tool: "t",
-                source_id: "s",
-                args_digest: "sha256:0",
-                owner_pid: 1,
-                owner_start: 1,
-            })
-            .unwrap();
-    }
-    f.print(
-        "receipt_writes_per_s",
-        n as f64 / t.elapsed().as_secs_f64(),
-        "writes/s",
-        Some((5000.0, false)),
-    );
-
-    // --- cold start of `berth status` -----------------------------------------------------
-    let exe = std::env::current_exe().unwrap().with_file_name("berth");
-    if exe.exists() {
-        let (env, project) = scratch(&tmp.path().join("status"), 10);
-        let mut walls = Vec::new();
-        for _ in 0..7 {
+    // --- memory: 20 plugins + 50 standalone tools in the hosts ------------------------------
+    if f.wants("memory") {
+        {
+            let (env, project) = scratch(&tmp.path().join("memory"), 50);
+            write_plugins(&project, "p", 20, |i| {
+                format!("import {{ tool }} from '@opencode-ai/plugin'\nexport default {{ id: 'p{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.p{i} = true }}, tool: {{ p{i}_echo: tool({{ description: 'echo', args: {{ text: tool.schema.string() }}, async execute(a) {{ return a.text }} }}) }} }}) }}\n")
+            });
+            let berth = open_prepared(tmp.path().join("memory-data"), env, project);
             let t = Instant::now();
-            let ok = Command::new(&exe)
-                .args(["status", "--json", "--data-dir"])
-                .arg(tmp.path().join("status-data"))
-                .arg("--project")
-                .arg(&project)
-                .env("HOME", &env.home)
-                .stdout(Stdio::null())
+            for _ in 0..2 {
+                berth.decide(None, Decision::Allow, "cli", false).unwrap();
+                rt.block_on(berth.activate());
+            }
+            let loaded = berth.status().tools.len();
+            assert_eq!(loaded, 70, "50 tool files + 20 plugin tools");
+            f.print(
+                "activate_20_plugins_50_tools",
+                t.elapsed().as_secs_f64() * 1e3,
+                "ms",
+                None,
+            );
+            let rss: u64 = berth
                 .status()
-                .map(|s| s.success())
-                .unwrap_or(false);
-            assert!(ok);
-            walls.push(t.elapsed().as_secs_f64() * 1e3);
+                .hosts
+                .iter()
+                .map(|h| berth_runtime::host::procs::rss_bytes(h.pid))
+                .sum();
+            f.print(
+                "rss_hosts_20_plugins_50_tools",
+                rss as f64 / 1048576.0,
+                "MiB",
+                Some((300.0, true)),
+            );
+            rt.block_on(berth.shutdown_hosts());
+        }
+    }
+    // --- one hook through a chain of 10 plugins ---------------------------------------------
+    if f.wants("chain") {
+        for backend in [RuntimeKind::Bun, RuntimeKind::Node] {
+            let name = format!("{backend:?}").to_lowercase();
+            let (env, project) = scratch(&tmp.path().join(format!("chain-{name}")), 0);
+            write_plugins(&project, "c", 10, |i| {
+                format!("export default {{ id: 'c{i}', server: async () => ({{ 'chat.params': async (_i, o) => {{ o.options.c{i} = (o.options.c{i} ?? 0) + 1 }} }}) }}\n")
+            });
+            if backend == RuntimeKind::Node {
+                // SAFETY: single-threaded at this point of the benchmark.
+                unsafe { std::env::set_var("BERTH_BUN", "/nonexistent") };
+            }
+            let berth = open_prepared(tmp.path().join(format!("chain-data-{name}")), env, project);
+            for _ in 0..2 {
+                berth.decide(None, Decision::Allow, "cli", false).unwrap();
+                rt.block_on(berth.activate());
+            }
+            let input =
+                serde_json::json!({ "sessionID": "s", "agent": "build", "model": { "id": "m" } });
+            let output = serde_json::json!({ "temperature": 0.2, "topP": 1, "options": {} });
+            let first = rt
+                .block_on(berth.run_active_hook("chat.params", input.clone(), output.clone()))
+                .unwrap();
+            assert_eq!(
+                first["options"].as_object().map(|o| o.len()),
+                Some(10),
+                "{first}"
+            );
+            let mut samples = Vec::with_capacity(2000);
+            for i in 0..2200 {
+                let t = Instant::now();
+                rt.block_on(berth.run_active_hook("chat.params", input.clone(), output.clone()))
+                    .unwrap();
+                if i >= 200 {
+                    samples.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+            }
+            f.print(
+                &format!("hook_chain_10_plugins_p50_{name}"),
+                pct(&mut samples, 0.5),
+                "us",
+                Some((300.0, true)),
+            );
+            f.print(
+                &format!("hook_chain_10_plugins_p99_{name}"),
+                pct(&mut samples, 0.99),
+                "us",
+                None,
+            );
+            rt.block_on(berth.shutdown_hosts());
+            if backend == RuntimeKind::Node {
+                // SAFETY: single-threaded at this point of the benchmark.
+                unsafe { std::env::remove_var("BERTH_BUN") };
+            }
+        }
+    }
+    // --- receipts --------------------------------------------------------------------------
+    if f.wants("receipts") {
+        let opened = berth_store::Store::open(&tmp.path().join("receipts.db")).unwrap();
+        let n = 5000;
+        let t = Instant::now();
+        for i in 0..n {
+            let id = format!("rcpt_{i:020}");
+            opened
+                .store
+                .accept_receipt(&berth_store::NewReceipt {
+                    receipt_id: &id,
+                    idempotency_key: None,
+                    tool: "t",
+                    source_id: "s",
+                    args_digest: "sha256:0",
+                    owner_pid: 1,
+                    owner_start: 1,
+                })
+                .unwrap();
         }
         f.print(
-            "berth_status_cold_start_p50",
-            pct(&mut walls, 0.5),
-            "ms",
-            None,
+            "receipt_writes_per_s",
+            n as f64 / t.elapsed().as_secs_f64(),
+            "writes/s",
+            Some((5000.0, false)),
         );
+    }
+    // --- cold start of `berth status` -----------------------------------------------------
+    if f.wants("status") {
+        let exe = std::env::current_exe().unwrap().with_file_name("berth");
+        if exe.exists() {
+            let (env, project) = scratch(&tmp.path().join("status"), 10);
+            let mut walls = Vec::new();
+            for _ in 0..7 {
+                let t = Instant::now();
+                let ok = Command::new(&exe)
+                    .args(["status", "--json", "--data-dir"])
+                    .arg(tmp.path().join("status-data"))
+                    .arg("--project")
+                    .arg(&project)
+                    .env("HOME", &env.home)
+                    .stdout(Stdio::null())
+                    .status()
+                    .map(|s| s.success())
+                    .unwrap_or(false);
+                assert!(ok);
+                walls.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            f.print(
+                "berth_status_cold_start_p50",
+                pct(&mut walls, 0.5),
+                "ms",
+                None,
+            );
+        }
     }
 
     if f.check && !f.missed.is_empty() {

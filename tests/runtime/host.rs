@@ -709,15 +709,13 @@ async fn a_tool_name_several_sources_register_goes_to_the_one_opencode_lets_win(
                 .map(|r| r.output.unwrap_or_default())
         }
     };
+    let decide_one = |id: &str, decision: Decision| {
+        berth
+            .decide(Some(&[id.to_string()]), decision, "test", false)
+            .unwrap();
+    };
     // The tool file alone first (the plugins are not approved yet).
-    berth
-        .decide(
-            Some(std::slice::from_ref(&file)),
-            Decision::Allow,
-            "test",
-            false,
-        )
-        .unwrap();
+    decide_one(&file, Decision::Allow);
     berth.activate().await;
     assert_eq!(answer(&berth).await.unwrap(), "file");
     // Then the plugins, imported first in the next pass: the later plugin wins, in every pass.
@@ -745,14 +743,7 @@ async fn a_tool_name_several_sources_register_goes_to_the_one_opencode_lets_win(
     assert_eq!(dup.provider.source_id, b);
     assert_eq!(answer(&berth).await.unwrap(), "b");
     // b withdrawn: the name goes back to a, not to the file.
-    berth
-        .decide(
-            Some(std::slice::from_ref(&b)),
-            Decision::Deny,
-            "test",
-            false,
-        )
-        .unwrap();
+    decide_one(&b, Decision::Deny);
     berth.activate().await;
     assert_eq!(answer(&berth).await.unwrap(), "a");
 }

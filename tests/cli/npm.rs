@@ -294,3 +294,68 @@ fn an_npm_older_than_10_is_refused_with_the_way_out() {
         .join("postinstall-marker")
         .exists());
 }
+
+/// A prepared install loads natively, so before every load it is checked against the file list
+/// made when Berth prepared it: code added to the package after approval — in a file the scan
+/// cannot follow (a computed import) — never runs, and the plugin says which file changed.
+#[test]
+fn a_prepared_package_changed_after_approval_never_runs() {
+    let s = Sandbox::new();
+    let vendor = s.project().join("vendor");
+    std::fs::create_dir_all(&vendor).unwrap();
+    // A tarball, so npm copies the files into the install (a folder would be linked).
+    let packed = std::process::Command::new("npm")
+        .args(["pack", "--silent", "--pack-destination"])
+        .arg(&vendor)
+        .current_dir(repo_root().join("fixtures/packages/computed-helper"))
+        .output()
+        .unwrap();
+    assert!(packed.status.success(), "{packed:?}");
+    s.write(
+        "project/opencode.json",
+        r#"{ "plugin": ["file:./vendor/berth-fixture-computed-helper-1.0.0.tgz"] }"#,
+    );
+    // Prepared on the first approval; the bytes, then what they contribute, on the next ones.
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    run(&s, &["tools"]);
+    approve_through_activation(|a| run(&s, a));
+    let hook = || run_hook(|a| run(&s, a), "chat.params", "{}", r#"{"options":{}}"#);
+    let (code, v) = hook();
+    assert_eq!(
+        (code, &v["output"]["options"]["fromHelper"]),
+        (0, &serde_json::json!(true)),
+        "{v}"
+    );
+    let helper = std::fs::read_dir(s.data_dir().join("packages"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            e.path()
+                .join("node_modules/berth-fixture-computed-helper/helper.js")
+        })
+        .find(|p| p.is_file())
+        .expect("the prepared package");
+    let mut text = std::fs::read_to_string(&helper).unwrap();
+    text.push_str("import { writeFileSync as __w } from 'node:fs'\n__w(process.env.BERTH_TEST_MARKER, 'tampered')\n");
+    std::fs::write(&helper, &text).unwrap();
+    let marker = s.root.path().join("MARKER");
+    for _ in 0..2 {
+        let (_, v) = hook();
+        assert_ne!(v["output"]["options"]["fromHelper"], true, "{v}");
+        let (_, t) = run(&s, &["tools"]);
+        assert!(
+            t.to_string()
+                .contains("helper.js changed since Berth prepared it"),
+            "{t}"
+        );
+        assert!(!marker.exists(), "code added after approval ran");
+    }
+    // Negative control: the added code does write the marker when it runs.
+    let ok = std::process::Command::new("node")
+        .arg(&helper)
+        .env("BERTH_TEST_MARKER", &marker)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok && marker.exists());
+}

@@ -1,11 +1,12 @@
 //! The file list of a prepared install (`<install>/.berth-files.json`): every file under its
 //! `node_modules` with the digest of its bytes, written once when Berth prepares the install
 //! (in its own data dir, install scripts off). A source that loads packages from the install
-//! carries the list's digest, and the plugin host's loader checks each file it loads against
-//! the list: a byte changed since preparation, or a file the list does not name, never runs.
+//! carries the list's digest, and before the plugin host loads anything of a source the runtime
+//! checks the install against the list (`berth_runtime`'s `integrity`): a byte changed since
+//! preparation, a file added or removed, and nothing of the source is loaded.
 //!
-//! Owns: the list's format, computing it, and reading its digest. Must not: write anything
-//! (the runtime's `deps` writes the list it computes here), or follow symlinks out of the tree.
+//! Owns: the list's format, walking the tree, computing the list, reading it. Must not: write
+//! anything (the runtime writes the list it computes here), or follow symlinks out of the tree.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,10 +25,11 @@ pub struct FileList {
     pub files: BTreeMap<String, String>,
 }
 
-/// Hashes every regular file under `<install>/node_modules` (symlinks are not followed: what
-/// they point to inside the tree is listed as itself). Fails on the first unreadable file.
-pub fn compute(install: &Path) -> std::io::Result<FileList> {
-    let mut files = BTreeMap::new();
+/// Every regular file under `<install>/node_modules`, by its key in the list (its path relative
+/// to the install, `/`-separated), with its metadata. Symlinks are not followed: what they
+/// point to inside the tree is listed as itself.
+pub fn files(install: &Path) -> std::io::Result<Vec<(String, PathBuf, std::fs::Metadata)>> {
+    let mut out = Vec::new();
     let mut stack: Vec<PathBuf> = vec![install.join("node_modules")];
     while let Some(dir) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
@@ -47,9 +49,19 @@ pub fn compute(install: &Path) -> std::io::Result<FileList> {
                     .map_err(std::io::Error::other)?
                     .to_string_lossy()
                     .into_owned();
-                files.insert(rel, crate::scan::file_digest(&path)?);
+                let meta = e.metadata()?;
+                out.push((rel, path, meta));
             }
         }
+    }
+    Ok(out)
+}
+
+/// Hashes every regular file under `<install>/node_modules`. Fails on the first unreadable file.
+pub fn compute(install: &Path) -> std::io::Result<FileList> {
+    let mut files = BTreeMap::new();
+    for (rel, path, _) in self::files(install)? {
+        files.insert(rel, crate::scan::file_digest(&path)?);
     }
     Ok(FileList { v: 1, files })
 }
@@ -59,6 +71,13 @@ pub fn list_digest(install: &Path) -> Option<String> {
     std::fs::read(install.join(FILES_LIST))
         .ok()
         .map(|b| crate::sha256_hex(&b))
+}
+
+/// The list on disk, its digest and its contents (None: missing or not a list).
+pub fn read(install: &Path) -> Option<(String, FileList)> {
+    let bytes = std::fs::read(install.join(FILES_LIST)).ok()?;
+    let list = serde_json::from_slice(&bytes).ok()?;
+    Some((crate::sha256_hex(&bytes), list))
 }
 
 /// The list's bytes as they are written (stable: sorted keys, one line).

@@ -776,6 +776,32 @@ impl Berth {
                 }
             }
         }
+        // The installs load natively: each is checked against its file list first (for an npm
+        // plugin, the list the approval covered).
+        let installs: Vec<(std::path::PathBuf, Option<String>)> = deps
+            .iter()
+            .map(|d| {
+                let real = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+                let approved = source.manifest.trees.get(&real).cloned();
+                (d.clone(), approved)
+            })
+            .collect();
+        let checked = tokio::task::spawn_blocking(move || {
+            installs
+                .iter()
+                .try_for_each(|(d, approved)| crate::integrity::verify(d, approved.as_deref()))
+        })
+        .await
+        .unwrap_or_else(|e| Err(e.to_string()));
+        if let Err(why) = checked {
+            return Err(BerthError::new(
+                code::ACTION_REQUIRED,
+                "activation",
+                format!("{why}; nothing of it was loaded"),
+                "remove that prepared folder from Berth's data dir so Berth prepares it again, then approve the plugin again",
+            )
+            .for_plugin(source.id.clone()));
+        }
         deps.push(sup.layout().deps_dir.clone());
         let files: serde_json::Map<String, Value> = source
             .manifest

@@ -185,10 +185,12 @@ fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Hashes every file of an npm plugin install's `node_modules` into its file list
-/// (`.berth-files.json`, `berth_discovery::prepared`): the list's digest is part of the
-/// source's digest, so what the person approves after preparation is these exact bytes (and a
-/// re-preparation that fetched other bytes is asked again).
+/// Hashes every file of a prepared install's `node_modules` into its file list
+/// (`.berth-files.json`, `berth_discovery::prepared`), which every load is checked against
+/// (`integrity`). For an npm plugin the list's digest is part of the source's digest, so what
+/// the person approves after preparation is these exact bytes (and a re-preparation that
+/// fetched other bytes is asked again); a config folder's dependencies are pinned by its
+/// lockfile, and from preparation on by their list.
 fn write_file_list(install: &Path) -> Result<(), String> {
     let list = berth_discovery::prepared::compute(install)
         .map_err(|e| format!("cannot hash the prepared files: {e}"))?;
@@ -372,10 +374,16 @@ pub fn prepare_config_dir_deps(
                 std::fs::write(staging.join("package-lock.json"), lock)
                     .map_err(|e| failed(e.to_string()))?;
             }
-            run_npm(staging, if lock.is_some() { "ci" } else { "install" }, &[]).map_err(&failed)
+            run_npm(staging, if lock.is_some() { "ci" } else { "install" }, &[])
+                .map_err(&failed)?;
+            write_file_list(staging).map_err(&failed)
         },
     )?;
     if !prepared {
+        // Prepared by a Berth that kept no file list: the bytes are hashed now, as they are.
+        if berth_discovery::prepared::list_digest(&target).is_none() {
+            write_file_list(&target).map_err(&failed)?;
+        }
         return Ok(Some(target));
     }
     tracing::info!(config_dir = %config_dir.display(), path = %target.display(), "config folder dependencies prepared");

@@ -18,6 +18,7 @@ pub mod deps;
 mod engine;
 pub mod error;
 pub mod host;
+mod integrity;
 pub mod logging;
 pub mod relocate;
 pub mod runtimes;

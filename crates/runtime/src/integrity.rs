@@ -1,0 +1,201 @@
+//! The prepared installs hold what was approved, at every load. An npm plugin's install and a
+//! config folder's prepared dependencies load natively in the plugin host (they are Berth's
+//! own folders), so before the host loads anything of a source the runtime checks each install
+//! the source loads from against its file list (`berth_discovery::prepared`): the list must be
+//! the one the approval covered, and every file under `node_modules` must be listed with its
+//! bytes unchanged — none added, none removed.
+//!
+//! Hashing a 170 MB install on every load would cost a quarter of a second, so each file's
+//! digest is remembered beside the list with the file's identity and change time
+//! (`.berth-stamps.json`: device, inode, size, modification and status-change times). A write,
+//! rename or `chmod` sets the status-change time to the clock's now, which no unprivileged
+//! process can set back: a file whose stamp is unchanged holds the bytes it was hashed with.
+//! A file changed within the clock's coarse tick of its last stamp could keep the stamp, so a
+//! file whose status changed in the last two seconds is not remembered (as git treats "racily
+//! clean" entries). The stamps file is as private as the approvals themselves (the data dir is
+//! 0700).
+//!
+//! Owns: the check and the stamps file. Must not: change anything of an install but its
+//! stamps, or let a mismatch through as a warning.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+const STAMPS: &str = ".berth-stamps.json";
+
+/// Remembered digests, valid for the list whose digest they carry.
+#[derive(Default, Serialize, Deserialize)]
+struct Stamps {
+    list: String,
+    /// list key → (stamp, digest)
+    files: BTreeMap<String, (String, String)>,
+}
+
+/// The file's stamp, if it is old enough to be trusted later (see the module's comment).
+fn stamp(m: &std::fs::Metadata, now: i64) -> Option<String> {
+    if now - m.ctime() < 2 {
+        return None;
+    }
+    Some(format!(
+        "{}:{}:{}:{}.{}:{}.{}",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    ))
+}
+
+/// Checks `install` against its file list; with `approved`, the list must have that digest.
+/// Err names the first file that differs, in words for the person.
+pub fn verify(install: &Path, approved: Option<&str>) -> Result<(), String> {
+    let (digest, list) = berth_discovery::prepared::read(install).ok_or_else(|| {
+        format!(
+            "{} has no file list of what was prepared",
+            install.display()
+        )
+    })?;
+    if approved.is_some_and(|want| want != digest) {
+        return Err(format!(
+            "the file list of {} is not the one that was approved",
+            install.display()
+        ));
+    }
+    let stamps_path = install.join(STAMPS);
+    let mut known: Stamps = std::fs::read(&stamps_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .filter(|s: &Stamps| s.list == digest)
+        .unwrap_or_default();
+    let mut fresh = Stamps {
+        list: digest,
+        files: BTreeMap::new(),
+    };
+    let on_disk = berth_discovery::prepared::files(install)
+        .map_err(|e| format!("cannot read {}: {e}", install.display()))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(i64::MAX);
+    for (rel, path, meta) in &on_disk {
+        let Some(want) = list.files.get(rel) else {
+            return Err(format!(
+                "{} was added after Berth prepared it",
+                path.display()
+            ));
+        };
+        let s = stamp(meta, now);
+        let got = match (known.files.remove(rel), &s) {
+            (Some((old, d)), Some(s)) if &old == s => d,
+            _ => berth_discovery::scan::file_digest(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        };
+        if &got != want {
+            return Err(format!(
+                "{} changed since Berth prepared it",
+                path.display()
+            ));
+        }
+        if let Some(s) = s {
+            fresh.files.insert(rel.clone(), (s, got));
+        }
+    }
+    if on_disk.len() != list.files.len() {
+        let present: std::collections::HashSet<&str> =
+            on_disk.iter().map(|(r, _, _)| r.as_str()).collect();
+        let gone = list
+            .files
+            .keys()
+            .find(|k| !present.contains(k.as_str()))
+            .map(String::as_str)
+            .unwrap_or("a file");
+        return Err(format!(
+            "{} was removed since Berth prepared it",
+            install.join(gone).display()
+        ));
+    }
+    // Best effort: without it the next check hashes again.
+    if let Ok(bytes) = serde_json::to_vec(&fresh) {
+        let tmp = install.join(format!("{STAMPS}.{}", std::process::id()));
+        if std::fs::write(&tmp, bytes).is_ok() {
+            let _ = std::fs::rename(&tmp, &stamps_path);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn install() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let pkg = dir.path().join("node_modules/a");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("index.js"), "export default 1").unwrap();
+        let list = berth_discovery::prepared::compute(dir.path()).unwrap();
+        std::fs::write(
+            dir.path().join(berth_discovery::prepared::FILES_LIST),
+            berth_discovery::prepared::to_bytes(&list),
+        )
+        .unwrap();
+        dir
+    }
+
+    fn list_entry(install: &Path) -> String {
+        berth_discovery::prepared::read(install).unwrap().1.files["node_modules/a/index.js"].clone()
+    }
+
+    #[test]
+    fn a_changed_added_or_removed_file_fails_the_check_even_with_stamps_remembered() {
+        let dir = install();
+        let digest = berth_discovery::prepared::list_digest(dir.path()).unwrap();
+        verify(dir.path(), Some(&digest)).unwrap();
+        // A file just written is not remembered; one whose status is older is.
+        let remembered = || -> usize {
+            let s: Stamps =
+                serde_json::from_slice(&std::fs::read(dir.path().join(STAMPS)).unwrap()).unwrap();
+            s.files.len()
+        };
+        assert_eq!(remembered(), 0);
+        let old = stamp(
+            &std::fs::metadata(dir.path().join("node_modules/a/index.js")).unwrap(),
+            i64::MAX,
+        );
+        assert!(old.is_some());
+        let mut s: Stamps =
+            serde_json::from_slice(&std::fs::read(dir.path().join(STAMPS)).unwrap()).unwrap();
+        s.files.insert(
+            "node_modules/a/index.js".into(),
+            (old.unwrap(), list_entry(dir.path())),
+        );
+        std::fs::write(dir.path().join(STAMPS), serde_json::to_vec(&s).unwrap()).unwrap();
+        verify(dir.path(), Some(&digest)).unwrap();
+        assert!(verify(dir.path(), Some("sha256:other"))
+            .unwrap_err()
+            .contains("not the one that was approved"));
+
+        let entry = dir.path().join("node_modules/a/index.js");
+        std::fs::write(&entry, "export default 2").unwrap();
+        assert!(verify(dir.path(), Some(&digest))
+            .unwrap_err()
+            .contains("index.js changed"));
+        std::fs::write(&entry, "export default 1").unwrap();
+        verify(dir.path(), Some(&digest)).unwrap();
+
+        std::fs::write(dir.path().join("node_modules/a/extra.js"), "").unwrap();
+        assert!(verify(dir.path(), None)
+            .unwrap_err()
+            .contains("extra.js was added"));
+        std::fs::remove_file(dir.path().join("node_modules/a/extra.js")).unwrap();
+        std::fs::remove_file(&entry).unwrap();
+        assert!(verify(dir.path(), None)
+            .unwrap_err()
+            .contains("index.js was removed"));
+    }
+}

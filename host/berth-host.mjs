@@ -6,11 +6,13 @@
 // Must not: decide what may run (the supervisor's gate already did), read Berth's store, or
 // let a plugin's failure take down other calls.
 // First: the built-ins the host relies on, captured before any plugin code exists.
-import { stringify, parse, ErrorCtor, PromiseCtor, promiseThen, objectEntries, objectKeys, objectValues, isArray, SafeMap, SafeSet, SafeWeakMap, bufferAlloc, bufferAllocUnsafe, bufferByteLength, bufferConcat, bufWrite, bufSubarray, bufToString, bufLength, stringSlice } from "./intrinsics.mjs"
+import { stringify, parse, ErrorCtor, PromiseCtor, promiseThen, objectEntries, objectKeys, isArray, arrayPush, arraySort, SafeMap, SafeSet, SafeWeakMap, bufferAlloc, bufferAllocUnsafe, bufferByteLength, bufferConcat, bufWrite, bufSubarray, bufToString, bufLength, stringSlice, originOf, URLCtor, lockLanguageHooks } from "./intrinsics.mjs"
 import net from "node:net"
 import { readFileSync } from "node:fs"
 import { pathToFileURL, fileURLToPath } from "node:url"
-import { Gate, isRefusal, refusalMessage } from "./gate.mjs"
+import { Gate, isRefusal, refusalMessage, installDlopenGate } from "./gate.mjs"
+
+lockLanguageHooks()
 
 const PROTOCOL_VERSION = 2
 const MAX_FRAME = 8 * 1024 * 1024
@@ -47,6 +49,7 @@ const { z } = await import(isBun ? Bun.resolveSync("zod", depsDir) : "zod")
  * (acknowledged before anything of the source is imported); on Bun the loader reads `gate`.
  */
 async function installLoader() {
+  installDlopenGate(gate)
   if (isBun) {
     const { installBunLoader } = await import("./bun-loader.mjs")
     installBunLoader(gate)
@@ -103,8 +106,7 @@ function installServerToken() {
   if (typeof original !== "function") return
   globalThis.fetch = function fetch(input, init) {
     try {
-      const url = new URL(typeof input === "string" || input instanceof URL ? String(input) : input.url)
-      const token = serverTokens.get(url.origin)
+      const token = serverTokens.get(originOf(typeof input === "string" || input instanceof URLCtor ? String(input) : input.url))
       if (token !== undefined) {
         const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined))
         headers.set("x-berth-token", token)
@@ -272,12 +274,14 @@ async function loadTools(instance, { path, stem, version, manifest }) {
   const url = pathToFileURL(path).href + (version ? `?v=${version}` : "")
   const mod = await importApproved(url)
   const out = []
-  for (const [exportName, value] of Object.entries(mod)) {
+  const exported = objectEntries(mod)
+  for (let i = 0; i < exported.length; i++) {
+    const [exportName, value] = exported[i]
     if (!isToolDefinition(value)) continue
     const name = exportName === "default" ? stem : `${stem}_${exportName}`
     const parameters = toJsonSchema(value.args)
     toolDefs.set(`${instance}\u0000${name}`, value)
-    out.push({ name, description: String(value.description ?? ""), parameters })
+    arrayPush(out, { name, description: String(value.description ?? ""), parameters })
   }
   return { tools: out }
 }
@@ -443,8 +447,8 @@ const isPlainObject = (v) => v !== null && typeof v === "object" && !isArray(v)
  */
 async function loadPlugin(instance, { path, version, options, kind, packageName, context, serverUrl, serverToken, manifest }) {
   await admit(manifest)
-  const service = new URL(serverUrl ?? "http://127.0.0.1:9/")
-  if (serverToken) serverTokens.set(service.origin, serverToken)
+  const service = new URLCtor(serverUrl ?? "http://127.0.0.1:9/")
+  if (serverToken) serverTokens.set(originOf(service.href), serverToken)
   const url = pathToFileURL(path).href + (version ? `?v=${version}` : "")
   const mod = await importApproved(url)
   const input = pluginInput(instance, context, service)
@@ -461,40 +465,47 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
     factories.push(d.server)
     id ??= packageName
   } else {
-    const seen = new Set()
-    for (const name of Object.keys(mod).sort()) {
+    const seen = new SafeSet()
+    const names = arraySort(objectKeys(mod))
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]
       const v = mod[name]
       if (seen.has(v)) continue
       seen.add(v)
-      if (typeof v === "function") factories.push(v)
-      else if (isPlainObject(v) && typeof v.server === "function") factories.push(v.server)
+      if (typeof v === "function") arrayPush(factories, v)
+      else if (isPlainObject(v) && typeof v.server === "function") arrayPush(factories, v.server)
       else throw fail("plugin-failed", `Plugin export is not a function (export \`${name}\`)`)
     }
   }
   const collected = []
-  for (const factory of factories) {
+  for (let i = 0; i < factories.length; i++) {
     // A throw here rolls the whole module back: nothing of it is registered.
-    const hooks = await factory(input, options ?? undefined)
-    collected.push(isPlainObject(hooks) ? hooks : {})
+    const hooks = await factories[i](input, options ?? undefined)
+    arrayPush(collected, isPlainObject(hooks) ? hooks : {})
   }
   hooksByInstance.set(instance, collected)
   const tools = []
-  const hookNames = new Set()
+  const hookNames = new SafeSet()
   const auth = []
-  for (const hooks of collected) {
+  for (let h = 0; h < collected.length; h++) {
+    const hooks = collected[h]
     if (isPlainObject(hooks.auth) && typeof hooks.auth.provider === "string") {
       const methods = Array.isArray(hooks.auth.methods) ? hooks.auth.methods : []
-      auth.push({
+      arrayPush(auth, {
         provider: hooks.auth.provider,
         methods: methods.map((m) => ({ type: String(m?.type ?? ""), label: String(m?.label ?? ""), prompts: Array.isArray(m?.prompts) ? m.prompts.map((p) => ({ type: p?.type, key: p?.key, message: p?.message })) : [] })),
       })
     }
-    for (const [name, value] of Object.entries(hooks)) {
+    const entries = objectEntries(hooks)
+    for (let e = 0; e < entries.length; e++) {
+      const [name, value] = entries[e]
       if (name === "tool" && isPlainObject(value)) {
-        for (const [toolName, def] of Object.entries(value)) {
+        const defs = objectEntries(value)
+        for (let t = 0; t < defs.length; t++) {
+          const [toolName, def] = defs[t]
           if (!isToolDefinition(def)) continue
           toolDefs.set(`${instance}\u0000${toolName}`, def)
-          tools.push({ name: toolName, description: String(def.description ?? ""), parameters: toJsonSchema(def.args) })
+          arrayPush(tools, { name: toolName, description: String(def.description ?? ""), parameters: toJsonSchema(def.args) })
         }
       } else if ((typeof value === "function" && HOOK_NAMES.has(name)) || (isPlainObject(value) && (name === "auth" || name === "provider"))) {
         // Only names OpenCode ever triggers count: a helper export called as a factory may
@@ -503,7 +514,7 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
       }
     }
   }
-  return { id: id ?? null, factories: factories.length, hooks: [...hookNames].sort(), tools, auth }
+  return { id: id ?? null, factories: factories.length, hooks: arraySort(hookNames.values()), tools, auth }
 }
 
 /** The hooks of OpenCode 1.18.4's `Hooks` interface (spec §1.3) that are functions. */
@@ -632,7 +643,7 @@ function pluginInput(instance, context = {}, service) {
   })
   const project = context.project ?? {}
   const worktree = project.worktree ?? context.worktree
-  const url = new URL(service.href)
+  const url = new URLCtor(service.href)
   const now = Date.now()
   return {
     client,

@@ -9,8 +9,28 @@
 // small wrappers, because Bun ignores CommonJS contents returned by a plugin; D-027). Must not: let a
 // file through that the gate did not admit, or read a file twice.
 import { createRequire, isBuiltin } from "node:module"
-import { looksCjs, jsonModule } from "./gate.mjs"
-import { SafeMap, stringify } from "./intrinsics.mjs"
+import vm from "node:vm"
+import { looksCjs, jsonModule, stripQuery } from "./gate.mjs"
+import { SafeMap, SafeSet, stringify, reflectApply, uncurry, stringIndexOf, stringSlice } from "./intrinsics.mjs"
+
+// Bun's resolver and transpiler, captured: what they return decides which bytes run.
+const resolveSync = Bun.resolveSync
+const Transpiler = Bun.Transpiler
+const scanImports = uncurry(Transpiler.prototype.scanImports)
+const transformSync = uncurry(Transpiler.prototype.transformSync)
+
+// The CommonJS wrapper's compiler, captured: `node:vm`'s exports are one object a plugin can
+// write to, and the approved bytes must reach the real `compileFunction`.
+const compileFunction = vm.compileFunction
+
+/**
+ * Compiles `source` (approved CommonJS bytes) as a CommonJS function and runs it (imported by
+ * the wrappers below; nothing of it is on `globalThis`).
+ */
+export function cjsRun(source, path, module, require, dirname) {
+  const fn = compileFunction(source, ["exports", "require", "module", "__filename", "__dirname"], { filename: path })
+  reflectApply(fn, module.exports, [module.exports, require, module, path, dirname])
+}
 
 const LOADERS = { ".ts": "ts", ".mts": "ts", ".cts": "ts", ".tsx": "tsx", ".jsx": "jsx", ".js": "js", ".mjs": "js", ".cjs": "js", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml" }
 
@@ -43,17 +63,20 @@ export function installBunLoader(gate) {
     const key = `${importer}\0${spec}`
     if (resolved.has(key)) return resolved.get(key)
     let target = null
-    for (const dir of gate.depsOf(importer)) {
+    const dirs = gate.depsOf(importer)
+    for (let i = 0; i < dirs.length && target === null; i++) {
       try {
-        target = Bun.resolveSync(spec, dir)
-        break
+        target = resolveSync(spec, dirs[i])
       } catch {}
     }
     resolved.set(key, target)
     return target
   }
-  const transpilers = {}
-  const transpiler = (loader) => (transpilers[loader] ??= new Bun.Transpiler({ loader }))
+  const transpilers = new SafeMap()
+  const transpiler = (loader) => {
+    if (!transpilers.has(loader)) transpilers.set(loader, new Transpiler({ loader }))
+    return transpilers.get(loader)
+  }
 
   // Every path outside Berth's own folders; those inside load natively.
   const trusted = gate.trusted.map(escapeRe).join("|")
@@ -62,15 +85,15 @@ export function installBunLoader(gate) {
     name: "berth-gate",
     setup(build) {
       build.onLoad({ filter }, (args) => {
-        const path = args.path.replace(/[?#].*$/, "")
-        const text = gate.readApproved(path).toString("utf8")
+        const path = stripQuery(args.path)
+        const text = gate.readApprovedText(path)
         const ext = extOf(path)
         if (ext === ".json") return { contents: jsonModule(path, text), loader: "js" }
         const loader = LOADERS[ext]
         if (loader === "toml" || loader === "yaml") return { contents: text, loader }
         if (!loader) return { exports: { default: text }, loader: "object" }
         if (looksCjs(text)) {
-          const js = loader === "js" ? text : transpiler(loader).transformSync(text)
+          const js = loader === "js" ? text : transformSync(transpiler(loader), text)
           return { contents: commonJsModule(path, js), loader: "js" }
         }
         return { contents: rewriteBareImports(text, path, loader), loader }
@@ -82,18 +105,58 @@ export function installBunLoader(gate) {
   function rewriteBareImports(source, path, loader) {
     let imports = []
     try {
-      imports = transpiler(loader).scanImports(source)
+      imports = scanImports(transpiler(loader), source)
     } catch {}
-    for (const spec of new Set(imports.map((i) => i.path))) {
-      if (!isBare(spec)) continue
+    const done = new SafeSet()
+    for (let i = 0; i < imports.length; i++) {
+      const spec = imports[i].path
+      if (typeof spec !== "string" || done.has(spec) || !isBare(spec)) continue
+      done.add(spec)
       const target = preparedTarget(spec, path)
-      if (!target) continue
-      const quoted = escapeRe(spec)
-      const re = new RegExp(`((?:\\bfrom|\\bimport|\\brequire\\s*\\()\\s*\\(?\\s*)(["'])${quoted}\\2`, "g")
-      source = source.replace(re, (_m, pre, q) => `${pre}${q}${target}${q}`)
+      if (target) source = replaceSpecifier(source, spec, target)
     }
     return source
   }
+}
+
+const isWordChar = (c) => (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || (c >= "0" && c <= "9") || c === "_" || c === "$"
+const isSpace = (c) => c === " " || c === "\t" || c === "\n" || c === "\r"
+
+/**
+ * `source` with every `from "spec"`, `import "spec"`, `import("spec")` and `require("spec")`
+ * (either quote, any spacing) naming `target` instead. By index and captured methods only: the
+ * approved bytes pass through no RegExp or String method a plugin could have patched.
+ */
+function replaceSpecifier(source, spec, target) {
+  let out = ""
+  let copied = 0
+  let at = stringIndexOf(source, spec, 0)
+  while (at >= 0) {
+    const end = at + spec.length
+    const q = source[at - 1]
+    if ((q === '"' || q === "'") && source[end] === q && introducesSpecifier(source, at - 1)) {
+      out += stringSlice(source, copied, at) + target
+      copied = end
+    }
+    at = stringIndexOf(source, spec, end)
+  }
+  return copied === 0 ? source : out + stringSlice(source, copied)
+}
+
+/** Whether the quote at `quote` follows `from`, `import`, `import(` or `require(` (spaces allowed). */
+function introducesSpecifier(source, quote) {
+  let i = quote - 1
+  while (i >= 0 && isSpace(source[i])) i--
+  let paren = false
+  if (source[i] === "(") {
+    paren = true
+    i--
+    while (i >= 0 && isSpace(source[i])) i--
+  }
+  const end = i + 1
+  while (i >= 0 && isWordChar(source[i])) i--
+  const word = stringSlice(source, i + 1, end)
+  return word === "import" || (word === "from" && !paren) || (word === "require" && paren)
 }
 
 /**
@@ -105,12 +168,11 @@ export function installBunLoader(gate) {
 function commonJsModule(path, source) {
   const P = stringify(path)
   const D = stringify(path.slice(0, path.lastIndexOf("/")) || "/")
-  return `import { cjsRequire as __berth_cjs } from ${stringify(import.meta.url)};
-import __berth_vm from "node:vm";
+  return `import { cjsRequire as __berth_cjs, cjsRun as __berth_run } from ${stringify(import.meta.url)};
 const __berth_m = { exports: {}, id: ${P}, filename: ${P}, loaded: false, children: [], paths: [] };
 const __berth_req = __berth_cjs(${P});
 __berth_req.cache[${P}] = __berth_m;
-__berth_vm.compileFunction(${stringify(source)}, ["exports", "require", "module", "__filename", "__dirname"], { filename: ${P} }).call(__berth_m.exports, __berth_m.exports, __berth_req, __berth_m, ${P}, ${D});
+__berth_run(${stringify(source)}, ${P}, __berth_m, __berth_req, ${D});
 __berth_m.loaded = true;
 const __berth_e = __berth_m.exports;
 export { __berth_e as default, __berth_e as "module.exports" };

@@ -3,13 +3,15 @@
 // is read once, hashed, and its bytes are handed to the runtime only if they are exactly the
 // bytes the person approved; a file no manifest lists, or whose bytes differ, never runs.
 //
+// Native addons (`process.dlopen`) pass the same check (`installDlopenGate`).
+//
 // Owns: the admitted manifests (file → digest, file → the folders its bare imports resolve
 // from), the trusted roots (Berth's own prepared installs and host code, in its private data
 // dir), and `readApproved` (deviations ledger D-022). Must not: decide what is approved (the supervisor sends the
 // manifests it cleared), or resolve anything itself.
 import { createHash } from "node:crypto"
-import { readFileSync } from "node:fs"
-import { SafeMap, objectEntries, isArray, ErrorCtor, stringify, parse, uncurry, getPrototypeOf } from "./intrinsics.mjs"
+import { readFileSync, realpathSync } from "node:fs"
+import { SafeMap, objectEntries, isArray, ErrorCtor, stringify, parse, uncurry, getPrototypeOf, reflectApply, bufToString, stringIndexOf, stringSlice, stringStartsWith } from "./intrinsics.mjs"
 
 // Captured with the rest of the host's built-ins: the gate's own reads and hashes (a plugin
 // patching `Hash.prototype.digest` must not make other bytes look approved).
@@ -39,7 +41,9 @@ export class Gate {
 
   /** Whether `path` lies in one of Berth's own folders. */
   isTrusted(path) {
-    return this.trusted.some((r) => path.startsWith(r))
+    const roots = this.trusted
+    for (let i = 0; i < roots.length; i++) if (stringStartsWith(path, roots[i])) return true
+    return false
   }
 
   /**
@@ -78,6 +82,42 @@ export class Gate {
     if (got !== want) throw refusal(`${path} changed since it was approved (approved ${short(want)}, now ${short(got)}); nothing of the new bytes ran`)
     return bytes
   }
+
+  /** `readApproved` as text, decoded by the captured `Buffer.prototype.toString`. */
+  readApprovedText(path) {
+    return bufToString(this.readApproved(path), "utf8")
+  }
+}
+
+/**
+ * Native addons go through the gate too: `process.dlopen` (what `require("x.node")` calls on
+ * both runtimes, and what a plugin may call itself) loads a file outside Berth's own folders
+ * only if an admitted manifest lists its exact bytes. The check reads the file by its real
+ * path and the runtime then opens that path. Fixed on `process` so no plugin can put the
+ * original back.
+ */
+export function installDlopenGate(gate) {
+  const native = process.dlopen
+  const realpath = realpathSync
+  if (typeof native !== "function") return
+  Object.defineProperty(process, "dlopen", {
+    configurable: false,
+    writable: false,
+    enumerable: true,
+    value: function dlopen(module, filename, flags) {
+      const real = realpath(String(filename))
+      if (!gate.isTrusted(real)) gate.readApproved(real)
+      return reflectApply(native, process, flags === undefined ? [module, real] : [module, real, flags])
+    },
+  })
+}
+
+/** A module path without its `?query` or `#hash` (by index: no patchable RegExp method). */
+export function stripQuery(p) {
+  const q = stringIndexOf(p, "?")
+  const h = stringIndexOf(p, "#")
+  const cut = q < 0 ? h : h < 0 ? q : q < h ? q : h
+  return cut < 0 ? p : stringSlice(p, 0, cut)
 }
 
 function short(d) {

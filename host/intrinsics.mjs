@@ -7,9 +7,16 @@
 // Owns: the captured copies and the safe collections built on them. Must not: import anything
 // that could run plugin code, or hand its collections' contents to anyone.
 //
-// This is a boundary for JavaScript. Code that goes below it (raw writes to the host's file
-// descriptors, native addons) can still act as its neighbours in a shared host: a shared host
-// is one trust domain, and the page says which plugins share one.
+// A few hooks the language itself calls are fixed here too (`lockLanguageHooks`): a
+// `toJSON` on `Object.prototype` or `Array.prototype` would rewrite every frame the captured
+// `JSON.stringify` makes, and a patched `Promise.prototype.then`/`constructor` would see every
+// value the host awaits. The host's own loops over plugin objects go by index over captured
+// `Object.keys`/`entries` (no iterator a plugin can patch).
+//
+// This is a boundary for JavaScript, for the patches named above. Code that goes below it
+// (raw writes to the host's file descriptors, native addons) or around it (an index setter on
+// `Array.prototype`, a module both plugins import) can still act as its neighbours in a shared
+// host: a shared host is one trust domain, and the page says which plugins share one.
 
 const { bind, call } = Function.prototype
 /** `uncurry(f)(self, ...args)` is `f.call(self, ...args)`, immune to later patches of either. */
@@ -24,19 +31,45 @@ export const reflectApply = Reflect.apply
 export const objectKeys = Object.keys
 export const objectEntries = Object.entries
 export const objectValues = Object.values
-export const objectAssign = Object.assign
 export const getPrototypeOf = Object.getPrototypeOf
 export const isArray = Array.isArray
 export const arrayPush = uncurry(Array.prototype.push)
 export const arraySort = uncurry(Array.prototype.sort)
 export const stringSlice = uncurry(String.prototype.slice)
+export const stringIndexOf = uncurry(String.prototype.indexOf)
+export const stringStartsWith = uncurry(String.prototype.startsWith)
+export const URLCtor = URL
+const urlOrigin = uncurry(Object.getOwnPropertyDescriptor(URL.prototype, "origin").get)
+/** The origin of a URL string, by the captured parser (throws on what is not a URL). */
+export const originOf = (href) => urlOrigin(new URLCtor(href))
+const defineProperty = Object.defineProperty
+
+/**
+ * Fixes the language hooks named at the top, before any plugin code exists. `toJSON` stays
+ * absent from both prototypes, while `x.toJSON = f` on any other object still makes its own
+ * property (the usual assignment); `then`, `constructor` and `Promise[Symbol.species]` keep
+ * their built-in values. Changing one fails with a TypeError naming it.
+ */
+export function lockLanguageHooks() {
+  for (const [proto, name] of [[Object.prototype, "Object"], [Array.prototype, "Array"]]) {
+    defineProperty(proto, "toJSON", {
+      configurable: false,
+      enumerable: false,
+      get: undefined,
+      set(v) {
+        if (this === proto) throw new TypeError(`${name}.prototype.toJSON is fixed in Berth's plugin host`)
+        defineProperty(this, "toJSON", { value: v, writable: true, enumerable: true, configurable: true })
+      },
+    })
+  }
+  for (const key of ["then", "constructor"]) defineProperty(Promise.prototype, key, { writable: false, configurable: false })
+  defineProperty(Promise, Symbol.species, { configurable: false })
+}
 
 const mapGet = uncurry(Map.prototype.get)
 const mapSet = uncurry(Map.prototype.set)
 const mapHas = uncurry(Map.prototype.has)
 const mapDelete = uncurry(Map.prototype.delete)
-const mapForEach = uncurry(Map.prototype.forEach)
-const mapSize = uncurry(Object.getOwnPropertyDescriptor(Map.prototype, "size").get)
 const setAdd = uncurry(Set.prototype.add)
 const setHas = uncurry(Set.prototype.has)
 const setForEach = uncurry(Set.prototype.forEach)
@@ -62,20 +95,6 @@ export class SafeMap {
   }
   delete(k) {
     return mapDelete(this.#m, k)
-  }
-  get size() {
-    return mapSize(this.#m)
-  }
-  /** `[key, value]` pairs, as a plain array. */
-  entries() {
-    const out = []
-    mapForEach(this.#m, (v, k) => arrayPush(out, [k, v]))
-    return out
-  }
-  values() {
-    const out = []
-    mapForEach(this.#m, (v) => arrayPush(out, v))
-    return out
   }
 }
 

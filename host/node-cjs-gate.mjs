@@ -5,6 +5,11 @@
 //
 // Must not: change how files inside Berth's own folders load.
 import Module from "node:module"
+import { parse, uncurry } from "./intrinsics.mjs"
+
+// Captured before any plugin code: a plugin patching `Module.prototype._compile` must not see
+// or change the approved bytes on their way to the compiler.
+const compile = uncurry(Module.prototype._compile)
 
 /** Patches Node's CommonJS loader for `.js`, `.cjs` and `.json`; `gate` is the host's `Gate`. */
 export function installCjsGate(gate) {
@@ -14,15 +19,15 @@ export function installCjsGate(gate) {
     const native = ext[kind] ?? ext[".js"]
     ext[kind] = function (module, filename) {
       if (gate.isTrusted(filename)) return native.call(this, module, filename)
-      module._compile(gate.readApproved(filename).toString("utf8"), filename)
+      compile(module, gate.readApprovedText(filename), filename)
     }
   }
   const nativeJson = ext[".json"]
   ext[".json"] = function (module, filename) {
     if (gate.isTrusted(filename)) return nativeJson.call(this, module, filename)
-    const text = gate.readApproved(filename).toString("utf8")
+    const text = gate.readApprovedText(filename)
     try {
-      module.exports = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
+      module.exports = parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
     } catch (e) {
       e.message = `${filename}: ${e.message}`
       throw e

@@ -19,12 +19,22 @@ fn id_of(v: &serde_json::Value, entry_suffix: &str) -> String {
 
 #[test]
 fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
-    let s = Sandbox::new();
-    hostile(
-        &s,
-        "a-impersonates.ts",
-        "project/.opencode/plugins/a-impersonates.ts",
+    impersonation("a-impersonates.ts", "sent by the impersonator");
+}
+
+/// The same through `Object.prototype.toJSON`, which every `JSON.stringify` consults: the host
+/// keeps it fixed, and ordinary objects still take their own `toJSON`.
+#[test]
+fn a_plugin_cannot_rewrite_the_hosts_frames_through_a_prototype_to_json() {
+    impersonation(
+        "a-impersonates-tojson.ts",
+        "sent by the impersonator (patch refused: TypeError)",
     );
+}
+
+fn impersonation(fixture: &str, toast: &str) {
+    let s = Sandbox::new();
+    hostile(&s, fixture, "project/.opencode/plugins/a-impersonates.ts");
     s.write(
         "project/.opencode/plugins/b-innocent.ts",
         "export default { id: 'b', server: async () => ({}) }\n",
@@ -41,7 +51,7 @@ fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
     let v = wait_for(&srv, "the toast", |v| {
         v["notices"].as_array().is_some_and(|n| !n.is_empty())
     });
-    assert_eq!(v["notices"][0]["message"], "sent by the impersonator");
+    assert_eq!(v["notices"][0]["message"], toast);
     assert_eq!(
         v["notices"][0]["plugin"], evil,
         "the toast was attributed to the neighbour"
@@ -61,9 +71,64 @@ fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
 
 #[test]
 fn a_plugin_cannot_take_over_its_neighbours_tools_through_the_hosts_registry() {
+    hijack("a-hijacks.ts");
+}
+
+/// The same through `Object.entries`, which the host once listed a module's exports with.
+#[test]
+fn a_plugin_cannot_take_over_its_neighbours_tools_through_object_entries() {
+    hijack("a-hijacks-entries.ts");
+}
+
+/// A plugin patching `Buffer.prototype.toString` cannot change the approved bytes the gate
+/// hands the runtime for its neighbour's module (Bun and Node): the neighbour's helper runs as
+/// approved and the rewritten code never does.
+#[test]
+fn a_plugin_cannot_rewrite_the_bytes_the_gate_hands_the_runtime() {
+    for node in [false, true] {
+        let s = Sandbox::new();
+        let marker = s.root.path().join("MARKER");
+        hostile(
+            &s,
+            "a-rewrites-bytes.ts",
+            "project/.opencode/tools/a-rewrites-bytes.ts",
+        );
+        hostile(
+            &s,
+            "b-victim-with-helper.ts",
+            "project/.opencode/tools/b-victim-with-helper.ts",
+        );
+        hostile(
+            &s,
+            "lib/victim-helper.ts",
+            "project/.opencode/lib/victim-helper.ts",
+        );
+        let run = |args: &[&str]| {
+            let mut cmd = s.berth(args);
+            cmd.arg("--json").env("BERTH_TEST_MARKER", &marker);
+            if node {
+                cmd.env("BERTH_BUN", "/nonexistent/bun");
+            }
+            parse_json_output(&cmd.output().unwrap())
+        };
+        approve_through_activation(run);
+        let (code, r) = run(&["invoke", "b-victim-with-helper", "--args", "{}"]);
+        assert_eq!(
+            (code, r["output"].as_str()),
+            (0, Some("victim helped")),
+            "node={node}: {r}"
+        );
+        // The hostile file did load (its own positive control passed) in the same host.
+        let (_, t) = run(&["tools"]);
+        assert!(t.to_string().contains("a-rewrites-bytes"), "{t}");
+        assert!(!marker.exists(), "node={node}: rewritten bytes ran");
+    }
+}
+
+fn hijack(fixture: &str) {
     let s = Sandbox::new();
     let spy = s.root.path().join("spied-arguments");
-    hostile(&s, "a-hijacks.ts", "project/.opencode/tools/a-hijacks.ts");
+    hostile(&s, fixture, "project/.opencode/tools/a-hijacks.ts");
     hostile(&s, "b-victim.ts", "project/.opencode/tools/b-victim.ts");
     let run = |args: &[&str]| {
         let mut cmd = s.berth(args);

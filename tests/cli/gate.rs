@@ -891,3 +891,32 @@ fn first_event(srv: &Serving) -> String {
         }
     }
 }
+
+/// Native addons pass the gate too: `process.dlopen` (what `require("x.node")` calls) opens a
+/// file outside Berth's own folders only if an approved manifest lists its bytes, on Bun and on
+/// Node, and no plugin can put the runtime's own `dlopen` back.
+#[test]
+fn a_native_addon_nobody_approved_is_never_opened() {
+    for node in [false, true] {
+        let s = Sandbox::new();
+        let addon = s.root.path().join("unapproved.node");
+        std::fs::write(&addon, "not an addon").unwrap();
+        s.write(
+            "project/.opencode/tools/opens-addon.ts",
+            "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'opens an addon', args: {}, async execute() {\n  let replaced = 'kept'\n  try { process.dlopen = () => {} } catch { replaced = 'refused' }\n  try { process.dlopen({ exports: {} }, process.env.BERTH_TEST_ADDON) ; return 'opened' } catch (e) { return `${replaced}: ${e.message}` }\n} })\n",
+        );
+        let run = |args: &[&str]| {
+            let mut cmd = s.berth(args);
+            cmd.arg("--json").env("BERTH_TEST_ADDON", &addon);
+            parse_json_output(&on_node(&mut cmd, node).output().unwrap())
+        };
+        approve_through_activation(run);
+        let (code, r) = run(&["invoke", "opens-addon", "--args", "{}"]);
+        assert_eq!(code, 0, "{r}");
+        let out = r["output"].as_str().unwrap_or_default();
+        assert!(
+            out.starts_with("refused: ") && out.contains("is not part of what was approved"),
+            "node={node}: {out}"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 """Draws Berth's app icon and writes every size Tauri 2 bundles.
 
 The mark: a white "B" above a wave (a boat's berth) on a deep-navy rounded square. It is
-drawn on a 100x100 grid, the same one as the SVG mark in ui/app.js and ui/index.html, at
+drawn on a 100x100 grid, the same one as the SVG mark in ui/header.js and ui/index.html, at
 2048 px and scaled down with a Lanczos filter, so every size comes from one drawing.
 
 Usage:  python3 icons/make-icons.py        (needs Pillow: `pip install pillow`

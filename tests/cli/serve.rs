@@ -63,6 +63,12 @@ pub(crate) fn start_with(
 }
 
 pub(crate) fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let (status, _, body) = get_with_head(addr, path, headers);
+    (status, body)
+}
+
+/// GET `path`: the status, the header lines, the body.
+fn get_with_head(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     let mut req = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(k, _)| *k == "Host") {
@@ -76,11 +82,8 @@ pub(crate) fn get(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, Str
     let mut resp = String::new();
     stream.read_to_string(&mut resp).unwrap();
     let status = resp.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = resp
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    (status, head.to_string(), body.to_string())
 }
 
 #[test]
@@ -111,6 +114,46 @@ fn the_api_requires_the_token_and_the_loopback_host() {
     );
     assert_eq!(code, 403);
     assert_eq!(get(&srv.addr, "/", &[]).0, 200);
+}
+
+/// The page is ES modules that import each other: a file of `ui/` the server did not serve (or
+/// served as another type) would leave the page blank in a browser, not in the desktop window.
+#[test]
+fn every_file_of_the_page_is_served_at_its_path_with_its_content_type() {
+    fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files_under(&path, out);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    let s = Sandbox::new();
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    let ui = repo_root().join("ui");
+    let mut files = Vec::new();
+    files_under(&ui, &mut files);
+    assert!(files.iter().any(|f| f.ends_with("main.js")), "{files:?}");
+    for file in files {
+        let rel = file.strip_prefix(&ui).unwrap().to_str().unwrap();
+        let path = format!("/{}", rel.replace('\\', "/"));
+        let mime = match file.extension().and_then(|e| e.to_str()) {
+            Some("html") => "text/html; charset=utf-8",
+            Some("css") => "text/css; charset=utf-8",
+            Some("js") => "text/javascript; charset=utf-8",
+            other => panic!("{path}: no content type known for {other:?}"),
+        };
+        let (code, head, body) = get_with_head(&srv.addr, &path, &[]);
+        assert_eq!(code, 200, "{path}");
+        assert!(
+            head.to_ascii_lowercase()
+                .contains(&format!("content-type: {mime}")),
+            "{path}: {head}"
+        );
+        assert_eq!(body, std::fs::read_to_string(&file).unwrap(), "{path}");
+    }
 }
 
 #[test]

@@ -23,10 +23,45 @@ use tokio_stream::StreamExt;
 use crate::engine::Berth;
 use crate::error::{code, BerthError};
 
-/// The page, embedded so the binary is self-contained. The desktop shell embeds the same files.
-const INDEX_HTML: &str = include_str!("../../../ui/index.html");
-const APP_JS: &str = include_str!("../../../ui/app.js");
-const STYLE_CSS: &str = include_str!("../../../ui/style.css");
+/// A row of `UI_FILES`: the file `ui/<file>` at the URL path `/<file>`.
+macro_rules! ui_file {
+    ($file:literal, $mime:expr) => {
+        (
+            concat!("/", $file),
+            $mime,
+            include_str!(concat!("../../../ui/", $file)),
+        )
+    };
+}
+
+/// The page, embedded so the binary is self-contained (the desktop shell embeds the same `ui/`
+/// folder): every file's URL path, content type and contents. `/` is `index.html`.
+const UI_FILES: &[(&str, &str, &str)] = &[
+    ("/", HTML, include_str!("../../../ui/index.html")),
+    ui_file!("index.html", HTML),
+    ui_file!("style.css", CSS),
+    ui_file!("main.js", JS),
+    ui_file!("dom.js", JS),
+    ui_file!("words.js", JS),
+    ui_file!("page.js", JS),
+    ui_file!("focus.js", JS),
+    ui_file!("problems.js", JS),
+    ui_file!("header.js", JS),
+    ui_file!("transport.js", JS),
+    ui_file!("panels/summary.js", JS),
+    ui_file!("panels/sources.js", JS),
+    ui_file!("panels/approvals.js", JS),
+    ui_file!("panels/paused.js", JS),
+    ui_file!("panels/prompts.js", JS),
+    ui_file!("panels/messages.js", JS),
+    ui_file!("panels/tools.js", JS),
+    ui_file!("panels/calls.js", JS),
+    ui_file!("panels/hosts.js", JS),
+    ui_file!("panels/environment.js", JS),
+];
+const HTML: &str = "text/html; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
+const JS: &str = "text/javascript; charset=utf-8";
 
 #[derive(Clone)]
 struct AppState {
@@ -110,23 +145,11 @@ impl Server {
                 self.state.clone(),
                 require_token,
             ));
-        let app = Router::new()
-            .route(
-                "/",
-                get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }),
-            )
-            .route(
-                "/index.html",
-                get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }),
-            )
-            .route(
-                "/app.js",
-                get(|| async { page(APP_JS, "text/javascript; charset=utf-8") }),
-            )
-            .route(
-                "/style.css",
-                get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }),
-            )
+        let mut pages = Router::new();
+        for &(path, mime, body) in UI_FILES {
+            pages = pages.route(path, get(move || async move { page(body, mime) }));
+        }
+        let app = pages
             .merge(api)
             .layer(middleware::from_fn_with_state(
                 self.state.clone(),

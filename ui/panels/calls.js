@@ -1,0 +1,71 @@
+// The latest tool calls. Owns: the recent calls table, from their receipts. Must not: show a
+// call's arguments or output (`berth receipts` has them).
+
+import { el, th } from '../dom.js';
+import { arr, obj, str, num, clockText } from '../words.js';
+import { sourceLink } from '../page.js';
+
+// How a call ended, as its receipt says.
+const CALL_STATES = {
+  accepted: { label: 'Starting', tone: 'progress' },
+  running: { label: 'Running', tone: 'progress' },
+  completed: { label: 'Completed', tone: 'ok' },
+  failed: { label: 'Failed', tone: 'error' },
+  cancelled: { label: 'Cancelled', tone: 'limited' },
+  unknown: { label: 'Outcome unknown', tone: 'attention' },
+};
+
+/** The latest tool calls (their receipts, without arguments or output), newest first. */
+export function renderCalls(snap) {
+  const calls = arr(snap.calls).map(obj);
+  if (!calls.length) return null;
+  return el('section', { className: 'panel calls-panel', testid: 'call-list' }, [
+    el('h2', { className: 'section-title' }, [
+      'Recent calls',
+      el('span', { className: 'section-count', text: calls.length }),
+      el('span', { className: 'section-note', text: 'newest first — `berth receipts` has their arguments and output' }),
+    ]),
+    el('table', { className: 'hosts calls' }, [
+      el('thead', null, el('tr', null, [
+        th('When'), th('Tool'), th('From'), th('Took', 'num'), th('Outcome'),
+      ])),
+      el('tbody', null, calls.map(renderCall)),
+    ]),
+  ]);
+}
+
+function renderCall(c, i) {
+  const status = str(c.status);
+  const info = CALL_STATES[status] || { label: status || 'unknown', tone: 'neutral' };
+  const started = num(c.created_at_ms);
+  const ended = num(c.updated_at_ms);
+  const open = status === 'accepted' || status === 'running';
+  const took = !open && started !== null && ended !== null ? Math.max(0, ended - started) : null;
+  const error = obj(c.error);
+  const note = status === 'unknown'
+    ? 'Berth stopped during this call: it may or may not have taken effect, and it was not repeated.'
+    : error.message ? str(error.message) : '';
+  return el('tr', {
+    className: 'call',
+    testid: 'call',
+    dataset: { receiptId: str(c.receipt_id), status, tool: str(c.tool) },
+    title: str(c.receipt_id),
+  }, [
+    el('td', { className: 'call-when' }, started !== null
+      ? el('time', { text: clockText(started), attrs: { datetime: new Date(started).toISOString() } })
+      : null),
+    el('td', { className: 'call-tool mono', text: str(c.tool) }),
+    el('td', { className: 'call-from' }, sourceLink(c.source_id, {
+      testid: 'call-source',
+      focusGlobal: 'call:' + i + ':' + str(c.receipt_id),
+    })),
+    el('td', { className: 'num', testid: 'call-took', text: took === null ? '—' : took + ' ms' }),
+    el('td', { className: 'call-outcome' }, [
+      el('span', { className: 'badge badge-' + info.tone, testid: 'call-status', text: info.label }),
+      error.code && str(error.code) !== status
+        ? el('span', { className: 'call-code mono', testid: 'call-code', text: str(error.code) })
+        : null,
+      note ? el('div', { className: 'call-note', testid: 'call-note', text: note }) : null,
+    ]),
+  ]);
+}

@@ -1,0 +1,67 @@
+// The tools OpenCode can call. Owns: the tools panel (name, source, description, parameters).
+// Must not: call a tool or talk to Berth.
+
+import { el, details } from '../dom.js';
+import { arr, obj, str, stateInfo, BACKENDS } from '../words.js';
+import { sourceLink } from '../page.js';
+
+export function renderTools(snap) {
+  const tools = arr(snap.tools).map(obj);
+  const body = tools.length
+    ? el('ul', { className: 'tool-items' }, tools.map(renderTool))
+    : el('p', { className: 'muted section-empty', testid: 'tools-empty', text: 'No active tools yet \u2014 approve a source to load its tools.' });
+  return el('section', { className: 'panel tools-panel', testid: 'tool-list' }, [
+    el('h2', { className: 'section-title' }, [
+      'Tools',
+      tools.length ? el('span', { className: 'section-count', text: tools.length }) : null,
+      el('span', { className: 'section-note', text: 'what OpenCode can call' }),
+    ]),
+    body,
+  ]);
+}
+
+function renderTool(t) {
+  const name = str(t.name);
+  const provider = obj(t.provider);
+  const sourceId = str(provider.source_id);
+  const backend = str(provider.backend);
+  const state = str(t.state) || 'active';
+  const schema = t.parameters === undefined ? null : t.parameters;
+  const params = Object.keys(obj(obj(schema).properties));
+  const required = new Set(arr(obj(schema).required).map(str));
+  const key = 'tool:' + sourceId + ':' + name;
+
+  const paramsBlock = details(key, false,
+    [
+      el('span', { className: 'details-title', text: 'Parameters' }),
+      el('span', {
+        className: 'details-note mono',
+        text: params.length ? params.map((p) => p + (required.has(p) ? '' : '?')).join(', ') : 'none',
+      }),
+    ],
+    el('pre', {
+      className: 'schema',
+      testid: 'tool-schema',
+      text: schema === null ? 'No schema was given.' : JSON.stringify(schema, null, 2),
+    }),
+    { className: 'tool-params', testid: 'tool-params' });
+  paramsBlock.querySelector('summary').dataset.focusGlobal = key;
+
+  return el('li', { className: 'tool', testid: 'tool', dataset: { tool: name, state, sourceId } }, [
+    el('div', { className: 'tool-head' }, [
+      el('span', { className: 'tool-name mono', testid: 'tool-name', text: name }),
+      state !== 'active'
+        ? el('span', { className: 'badge badge-' + stateInfo(state).tone, text: stateInfo(state).label })
+        : null,
+      el('span', { className: 'tool-from' }, [
+        'from ',
+        sourceLink(sourceId, { testid: 'tool-source', focusGlobal: key + ':source' }),
+        backend ? el('span', { className: 'tag', testid: 'tool-backend', text: BACKENDS[backend] || backend }) : null,
+      ]),
+    ]),
+    str(t.description)
+      ? el('p', { className: 'tool-desc', testid: 'tool-description', text: str(t.description) })
+      : null,
+    paramsBlock,
+  ]);
+}

@@ -1,0 +1,179 @@
+// The data source. Owns: the connection to Berth — the Tauri shell when window.__TAURI__ is
+// there (`invoke('status')` and the `status-changed` event), otherwise the loopback server of
+// `berth serve` (`GET /api/status` and the `/api/events` server-sent events, with the token
+// from this page's address) — and the senders of decisions, answers and resumes.
+// Must not: touch the DOM (it reports through the callbacks `connect` is given) or poll.
+
+import { arr, obj, str, num } from './words.js';
+
+// (action, ids) => Promise<decided ids>; rejects with {code, message, recovery}. Set by the
+// transport in use.
+export let sendDecision = null;
+// (id, reply) => Promise; rejects with {code, message, recovery}. Set by the transport in use.
+export let sendPromptAnswer = null;
+// () => Promise<resumed backends>; rejects with {code, message, recovery}. Set by the transport.
+export let sendResume = null;
+
+/** An error from either transport as {code, message, recovery}. */
+export function describeError(err) {
+  let e = err;
+  if (typeof e === 'string') {
+    try {
+      e = JSON.parse(e);
+    } catch (_) {
+      e = { message: e };
+    }
+  }
+  e = obj(e);
+  if (obj(e.error).message) e = obj(e.error);
+  return {
+    code: str(e.code) || 'error',
+    message: str(e.message) || String(err),
+    recovery: str(e.recovery),
+  };
+}
+
+/**
+ * Starts the transport this page runs under. `page`: { render(snap), hasSnapshot(),
+ * setLive(state, hint), showError(title, message, recovery), clearError() }.
+ */
+export function connect(page) {
+  const tauri = window.__TAURI__;
+  if (tauri && tauri.core && typeof tauri.core.invoke === 'function' && tauri.event) {
+    startTauri(tauri, page);
+  } else {
+    startWeb(page);
+  }
+}
+
+function startTauri(tauri, page) {
+  page.setLive('connecting');
+  let latest = -1;
+  const accept = (snap) => {
+    const rev = num(obj(snap).revision);
+    if (rev !== null && rev < latest) return; // an older answer arriving late
+    if (rev !== null) latest = rev;
+    page.render(snap);
+  };
+  sendDecision = (action, ids, digests) => tauri.core.invoke(action === 'allow' ? 'approve' : 'deny', { ids, digests });
+  sendPromptAnswer = (id, reply) => tauri.core.invoke('answer_prompt', { id, reply });
+  sendResume = () => tauri.core.invoke('resume');
+  // Listen first, then ask: no change can fall between the two.
+  Promise.resolve(tauri.event.listen('status-changed', (e) => {
+    const payload = obj(e && e.payload);
+    if (payload.snapshot) accept(payload.snapshot);
+    else tauri.core.invoke('status').then(accept, (err) => console.error('berth: status', err));
+  }))
+    .then(() => tauri.core.invoke('status'))
+    .then((snap) => {
+      accept(snap);
+      page.setLive('connected');
+    })
+    .catch((err) => {
+      page.setLive('disconnected', String(err));
+      page.showError('Berth could not read its status', String((err && err.message) || err),
+        'Restart Berth; if it happens again, look at the log file.');
+    });
+}
+
+function startWeb(page) {
+  const token = new URLSearchParams(location.search).get('token');
+  if (!token) {
+    page.setLive('disconnected');
+    page.showError('This address has no access token',
+      'The status page needs the address that `berth serve` printed; it ends in ?token=…',
+      'Open the full URL printed by `berth serve`.');
+    return;
+  }
+  const q = '?token=' + encodeURIComponent(token);
+  sendDecision = (action, ids, digests) =>
+    webPost(token, action === 'allow' ? 'approve' : 'deny', { ids, digests }).then((body) => arr(obj(body).decided));
+  sendPromptAnswer = (id, reply) => webPost(token, 'prompt', { id, reply });
+  sendResume = () => webPost(token, 'resume', {}).then((body) => arr(obj(body).resumed));
+  page.setLive('connecting');
+
+  fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
+    .then((res) => {
+      if (res.status === 401 || res.status === 403) {
+        const err = new Error('The access token in this address is not accepted (HTTP ' + res.status + ').');
+        err.auth = true;
+        throw err;
+      }
+      if (!res.ok) throw new Error('The status request failed (HTTP ' + res.status + ').');
+      return res.json();
+    })
+    .then((snap) => {
+      if (!page.hasSnapshot()) page.render(snap);
+      listen(q, page);
+    })
+    .catch((err) => {
+      page.setLive('disconnected');
+      if (err && err.auth) {
+        page.showError('Access refused', err.message,
+          'Berth makes a new token each time it starts: open the URL that `berth serve` printed last.');
+      } else {
+        page.showError('Berth is not reachable', String((err && err.message) || err),
+          'Check that `berth serve` is still running, then reload this page.');
+      }
+    });
+}
+
+/**
+ * POST /api/<path> with a JSON body (approve, deny, prompt, resume) → the 200 answer's JSON,
+ * or a rejection with {code, message, recovery} (Berth's error body, or one made here).
+ */
+function webPost(token, path, payload) {
+  return fetch('/api/' + path, {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + token, 'Content-Type': 'application/json' },
+    body: JSON.stringify(payload),
+    cache: 'no-store',
+  }).then(
+    (res) => res.json().catch(() => null).then((body) => {
+      if (res.ok) return body;
+      const e = obj(obj(body).error);
+      if (e.message) throw e;
+      throw {
+        code: res.status === 401 || res.status === 403 ? 'action-required' : 'temporarily-unavailable',
+        message: 'Berth refused the request (HTTP ' + res.status + ').',
+        recovery: res.status === 401 || res.status === 403
+          ? 'Open the URL that `berth serve` printed last.'
+          : 'Try again; if it keeps failing, look at the log file.',
+      };
+    }),
+    (err) => {
+      throw {
+        code: 'temporarily-unavailable',
+        message: 'Berth did not answer (' + String((err && err.message) || err) + ').',
+        recovery: 'Check that `berth serve` is still running, then try again.',
+      };
+    },
+  );
+}
+
+function listen(q, page) {
+  const source = new EventSource('/api/events' + q);
+  source.addEventListener('open', () => page.setLive('connected'));
+  source.addEventListener('status', (ev) => {
+    let snap;
+    try {
+      snap = JSON.parse(ev.data);
+    } catch (e) {
+      console.error('berth: an event did not hold JSON', e);
+      return;
+    }
+    page.setLive('connected');
+    page.clearError();
+    page.render(snap);
+  });
+  source.addEventListener('error', () => {
+    if (source.readyState === EventSource.CLOSED) {
+      page.setLive('disconnected', 'The server refused or ended the live connection');
+      page.showError('The live connection ended',
+        'Berth stopped sending updates; what is shown may be out of date.',
+        'If `berth serve` was restarted, open the new URL it printed.');
+    } else {
+      page.setLive('reconnecting', 'The connection dropped; the browser is trying again');
+    }
+  });
+}

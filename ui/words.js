@@ -1,0 +1,114 @@
+// Reading the snapshot, and the words the page uses for it. Owns: the coercions that make any
+// value safe to read (arr, obj, str, num), the labels of states, kinds, scopes and runtimes, how
+// a source is named, dates and times. Must not: touch the DOM or keep state.
+
+export const arr = (v) => (Array.isArray(v) ? v : []);
+export const obj = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? v : {});
+export const str = (v) => (v === undefined || v === null ? '' : String(v));
+export const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+export function plural(n, one, many) {
+  return n === 1 ? one : many;
+}
+
+export function basename(path) {
+  const s = str(path).replace(/[\\/]+$/, '');
+  const i = Math.max(s.lastIndexOf('/'), s.lastIndexOf('\\'));
+  return i >= 0 ? s.slice(i + 1) : s;
+}
+
+// Words for the snapshot's codes
+
+const STATES = {
+  discovered: { label: 'Discovered', tone: 'neutral' },
+  'pending-approval': { label: 'Waiting for approval', tone: 'attention' },
+  preparing: { label: 'Preparing', tone: 'progress' },
+  'pending-activation': { label: 'Waiting for activation', tone: 'attention' },
+  active: { label: 'Active', tone: 'ok' },
+  'load-failed': { label: 'Failed to load', tone: 'error' },
+  paused: { label: 'Paused', tone: 'error' },
+  disabled: { label: 'Disabled', tone: 'neutral' },
+  'policy-limited': { label: 'Limited by policy', tone: 'limited' },
+  unsupported: { label: 'Not supported', tone: 'limited' },
+  'incompatible-version': { label: 'Incompatible version', tone: 'limited' },
+};
+
+export function stateInfo(state) {
+  const s = str(state);
+  return STATES[s] || { label: s ? s.replace(/-/g, ' ') : 'unknown', tone: 'neutral' };
+}
+
+const KINDS = {
+  'npm-plugin': 'npm plugin',
+  'file-plugin': 'Local plugin',
+  'standalone-tool': 'Custom tool',
+  mcp: 'MCP server',
+};
+
+export function kindLabel(kind) {
+  const k = str(kind);
+  return KINDS[k] || (k ? k.replace(/-/g, ' ') : 'Source');
+}
+
+/** Which group a source is shown in: 'plugin', 'tool', 'mcp' or 'other'. */
+export function category(source) {
+  const k = str(obj(source).kind);
+  if (k === 'mcp' || k.startsWith('mcp-')) return 'mcp';
+  if (/(^|-)tool$/.test(k)) return 'tool';
+  if (/(^|-)plugin$/.test(k)) return 'plugin';
+  return 'other';
+}
+
+export const isTool = (source) => category(source) === 'tool';
+
+export function scopeLabel(scope) {
+  const s = str(scope);
+  if (s === 'global') return 'All projects';
+  if (s === 'local') return 'This project';
+  return s || 'unknown scope';
+}
+
+const ERROR_CODES = new Set([
+  'plugin-failed', 'dependency-failed', 'process-lost', 'worker-lost', 'invalid-response',
+]);
+const WARNING_CODES = new Set([
+  'action-required', 'temporarily-unavailable', 'timeout', 'overloaded', 'cancelled',
+  'invalid-arguments', 'incompatible-version',
+]);
+
+export function severity(code) {
+  const c = str(code);
+  if (ERROR_CODES.has(c)) return 'error';
+  if (WARNING_CODES.has(c)) return 'warning';
+  return 'info';
+}
+
+/** A source waiting for the person: before it is loaded, or for what it registers. */
+export const isAsking = (s) => obj(s).state === 'pending-approval' || obj(s).state === 'pending-activation';
+
+/** A source's name, as its card shows it. */
+export function sourceName(s) {
+  const k = str(s.kind);
+  if (k === 'npm-plugin' || category(s) === 'mcp') return str(s.entry) || str(s.spec) || str(s.id);
+  const tools = arr(obj(s.capabilities).tools);
+  if (isTool(s) && tools.length === 1) return str(tools[0]);
+  return basename(s.entry) || str(s.id);
+}
+
+export const BACKENDS = { bun: 'Bun', node: 'Node.js' };
+
+export function whenText(ms) {
+  const n = num(ms);
+  if (n === null) return '';
+  return new Date(n).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export function clockText(ms) {
+  const n = num(ms);
+  if (n === null) return '';
+  const d = new Date(n);
+  const today = new Date().toDateString() === d.toDateString();
+  return today
+    ? d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+    : whenText(n);
+}

@@ -747,3 +747,38 @@ async fn a_tool_name_several_sources_register_goes_to_the_one_opencode_lets_win(
     berth.activate().await;
     assert_eq!(answer(&berth).await.unwrap(), "a");
 }
+
+/// Activations wait for each other: three at once load a plugin once (its factory runs once),
+/// and each returns the same tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_activations_load_a_plugin_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("factory-runs");
+    let file = dir.path().join("home/.config/opencode/plugins/counted.ts");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        format!(
+            "import {{ appendFileSync }} from 'node:fs'\nimport {{ tool }} from '@opencode-ai/plugin'\n\
+             export default {{ id: 'counted', server: async () => {{ appendFileSync({:?}, 'ran\\n'); await new Promise((r) => setTimeout(r, 50)); return {{ tool: {{ counted: tool({{ description: 'counts', args: {{}}, async execute() {{ return 'ok' }} }}) }} }} }} }}\n",
+            count.display().to_string()
+        ),
+    )
+    .unwrap();
+    let berth = support::open_project(dir.path(), &[]);
+    berth.decide(None, Decision::Allow, "cli", false).unwrap();
+    // Contributions are approved after the first load shows them.
+    berth.activate().await;
+    berth.decide(None, Decision::Allow, "cli", false).unwrap();
+    std::fs::remove_file(&count).ok();
+    berth.shutdown_hosts().await;
+    drop(berth);
+    let berth = support::open_project(dir.path(), &[]);
+    let (a, b, c) = tokio::join!(berth.activate(), berth.activate(), berth.activate());
+    for act in [&a, &b, &c] {
+        assert!(act.problems.is_empty(), "{:?}", act.problems);
+        assert_eq!(act.tools.len(), 1);
+    }
+    let runs = std::fs::read_to_string(&count).unwrap_or_default();
+    assert_eq!(runs.lines().count(), 1, "the factory ran {runs:?}");
+}

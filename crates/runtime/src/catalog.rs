@@ -169,6 +169,11 @@ impl Berth {
     /// withdraws the tools of every source that is no longer approved, and returns the
     /// catalog. Problems are per source; the others still load. Publishes the new status.
     pub async fn activate(&self) -> Activation {
+        let _turn = self.activation_turn().await;
+        self.activate_in_turn().await
+    }
+
+    async fn activate_in_turn(&self) -> Activation {
         let mut act = self.activate_inner().await;
         if act.held_code {
             // The sources loaded before the held one shared its stopped host.
@@ -191,6 +196,8 @@ impl Berth {
     /// Decisions recorded since the last activation (by any process) take effect now, before
     /// anything runs: revoked sources are withdrawn and their code stopped.
     pub(crate) async fn apply_new_decisions(&self) {
+        // Read under the turn: an activation that just finished has recorded what it saw.
+        let _turn = self.activation_turn().await;
         let now = self.with_store(|s| s.decisions_marker()).ok();
         let seen = self
             .catalog()
@@ -198,7 +205,7 @@ impl Berth {
             .unwrap_or_else(|p| p.into_inner())
             .decisions_seen;
         if now.is_none() || now != seen {
-            Box::pin(self.activate()).await;
+            Box::pin(self.activate_in_turn()).await;
         }
     }
 
@@ -515,13 +522,20 @@ impl Berth {
                 })
                 .is_ok();
             if loading.is_ok() && !still_cleared {
-                let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
-                cat.withdraw_tools(&id);
-                cat.hooks.retain(|h| h.source_id != id);
-                cat.loaded.clear();
-                cat.activity.remove(&id);
-                drop(cat);
-                host.retire("a source was revoked while it was being imported");
+                {
+                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                    cat.withdraw_tools(&id);
+                    cat.hooks.retain(|h| h.source_id != id);
+                    cat.activity.remove(&id);
+                }
+                // Only what this host ran loads again; the revoked source's calls end `cancelled`.
+                self.retire_host(
+                    &sup,
+                    &host_key,
+                    Some(std::slice::from_ref(&id)),
+                    "a source was revoked while it was being imported",
+                )
+                .await;
                 act.problems.push(
                     BerthError::new(
                         code::CANCELLED,

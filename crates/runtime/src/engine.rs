@@ -68,6 +68,9 @@ struct Inner {
     /// Started on first use (needs a tokio runtime); owns every plugin host.
     supervisor: tokio::sync::OnceCell<Arc<HostSupervisor>>,
     catalog: Mutex<Catalog>,
+    /// One activation at a time: two passes over the same hosts would load, hold and retire
+    /// the same sources against each other.
+    activating: tokio::sync::Mutex<()>,
     /// The merged config after the `config` hooks ran (what plugins changed in it).
     effective_config: Mutex<Option<serde_json::Value>>,
     /// What plugin code reached in Berth: toasts, open permission prompts, auth flows.
@@ -144,6 +147,7 @@ impl Berth {
                 events,
                 supervisor: tokio::sync::OnceCell::new(),
                 catalog: Mutex::new(Catalog::default()),
+                activating: tokio::sync::Mutex::new(()),
                 effective_config: Mutex::new(None),
                 world: Mutex::new(Default::default()),
                 options,
@@ -195,6 +199,11 @@ impl Berth {
 
     pub(crate) fn catalog(&self) -> &Mutex<Catalog> {
         &self.inner.catalog
+    }
+
+    /// Waits for any activation in progress; the turn is this caller's until dropped.
+    pub(crate) async fn activation_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.inner.activating.lock().await
     }
 
     pub(crate) async fn inner_supervisor(&self) -> Result<Arc<HostSupervisor>, BerthError> {

@@ -638,7 +638,7 @@ fn absolute(p: &std::path::Path) -> PathBuf {
 
 fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
     block_on(async move {
-        let server = berth_runtime::serve::Server::bind(berth.clone(), addr).await?;
+        let server = berth_serve::Server::bind(berth.clone(), addr).await?;
         let _watch = berth_runtime::watch::watch(berth.clone()).map_err(|e| {
             BerthError::new(
                 code::TEMPORARILY_UNAVAILABLE,

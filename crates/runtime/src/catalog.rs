@@ -19,7 +19,7 @@ use crate::engine::Berth;
 use crate::error::{code, BerthError};
 use crate::host::{CallOptions, HostKey, HostSupervisor};
 use crate::runtimes::RuntimeKind;
-use crate::world::now_ms;
+use berth_base::now_ms;
 
 /// A tool as the catalog lists it (`berth tools`).
 #[derive(Debug, Clone, Serialize)]
@@ -1029,7 +1029,7 @@ impl Berth {
                 }
             }
         };
-        let receipt_id = format!("rcpt_{}", crate::host::random_hex(10));
+        let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
         let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
         let me = std::process::id();
         let accepted = self.with_store(|s| {

@@ -213,17 +213,20 @@ impl Berth {
                 let data_dir = self.inner.options.data_dir.clone();
                 let packages = self.inner.options.packages_dir();
                 // Preparing dependencies may download: off the async workers.
-                let layout =
-                    tokio::task::spawn_blocking(move || HostLayout::locate(&data_dir, &packages))
-                        .await
-                        .map_err(|e| {
-                            BerthError::new(
-                                code::TEMPORARILY_UNAVAILABLE,
-                                "host",
-                                e.to_string(),
-                                "retry",
-                            )
-                        })??;
+                let layout = tokio::task::spawn_blocking(move || {
+                    HostLayout::locate(&data_dir, &packages, |seed| {
+                        crate::deps::prepare_host_deps(&data_dir, seed)
+                    })
+                })
+                .await
+                .map_err(|e| {
+                    BerthError::new(
+                        code::TEMPORARILY_UNAVAILABLE,
+                        "host",
+                        e.to_string(),
+                        "retry",
+                    )
+                })??;
                 Ok(Arc::new(HostSupervisor::with_upcalls(
                     layout,
                     self.inner.runtimes.clone(),

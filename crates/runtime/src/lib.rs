@@ -13,20 +13,20 @@
 
 pub mod approval;
 pub mod catalog;
-pub mod compat;
 pub mod deps;
 mod engine;
-pub mod error;
-pub mod host;
 mod integrity;
 pub mod logging;
-pub mod relocate;
-pub mod runtimes;
+mod relocate;
 pub mod secret;
-pub mod serve;
 pub mod snapshot;
 pub mod watch;
 pub mod world;
+
+// The layers below, under the names this crate and its front ends use.
+pub use berth_base::error;
+pub use berth_host as host;
+pub use berth_host::{compat, runtimes};
 
 pub use berth_store::Decision;
 pub use engine::{default_data_dir, Berth, BerthOptions};

@@ -9,6 +9,7 @@
 //! deadline, let a credential reach a log line, the store or an error message, or pretend a
 //! write succeeded.
 
+use berth_base::now_ms;
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::time::Duration;
 
@@ -286,15 +287,8 @@ fn wire(code: &str, message: impl Into<String>) -> WireError {
     }
 }
 
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 fn random_id(prefix: &str) -> String {
-    format!("{prefix}_{}", crate::host::random_hex(10))
+    format!("{prefix}_{}", berth_base::random_hex(10))
 }
 
 /// What to use instead, for client groups Berth does not serve.

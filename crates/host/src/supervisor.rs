@@ -5,12 +5,6 @@
 //! Invariant: only this module holds child process handles; a call whose host dies is failed
 //! with `process-lost`/`worker-lost`, never sent again.
 
-pub mod budget;
-pub mod channel;
-pub mod procs;
-
-pub use budget::{Loss, RestartBudget, RESTART_BUDGET, RESTART_WINDOW};
-
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -27,8 +21,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 
-use crate::error::{code, BerthError};
+use berth_base::{code, random_hex, BerthError};
+
+use crate::budget::{Loss, RestartBudget, RESTART_BUDGET, RESTART_WINDOW};
 use crate::runtimes::{RuntimeInfo, RuntimeKind};
+use crate::{channel, procs};
 
 /// Cancel first signals the plugin's AbortSignal; this long later the process tree is killed.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
@@ -73,11 +70,12 @@ pub struct HostLayout {
 
 impl HostLayout {
     /// The host code (`BERTH_HOST_DIR`, else `host/` found above the running executable), and
-    /// its dependencies prepared in the data dir (`BERTH_HOST_DEPS` overrides; a set-up copy in
-    /// `.tools/host-deps` is linked in rather than downloaded).
+    /// its dependencies (`BERTH_HOST_DEPS` overrides; otherwise `prepare_deps` prepares them in
+    /// the data dir, given the set-up copy in `.tools/host-deps` above the executable, if any).
     pub fn locate(
         data_dir: &std::path::Path,
         packages_dir: &std::path::Path,
+        prepare_deps: impl FnOnce(Option<&std::path::Path>) -> Result<PathBuf, BerthError>,
     ) -> Result<HostLayout, BerthError> {
         let env_path = |k: &str| {
             std::env::var_os(k)
@@ -112,7 +110,7 @@ impl HostLayout {
                     .iter()
                     .map(|a| a.join(".tools/host-deps"))
                     .find(|p| p.is_dir());
-                crate::deps::prepare_host_deps(data_dir, seed.as_deref())?
+                prepare_deps(seed.as_deref())?
             }
         };
         let trusted = [
@@ -1151,11 +1149,6 @@ impl HostSupervisor {
         Ok(host)
     }
 
-    /// The running shared host of `backend`, if any (never starts one).
-    pub async fn current(&self, backend: RuntimeKind) -> Option<Arc<Host>> {
-        self.current_for(&HostKey::shared(backend)).await
-    }
-
     /// The running host for `key`, if any (never starts one).
     pub async fn current_for(&self, key: &HostKey) -> Option<Arc<Host>> {
         self.hosts
@@ -1489,7 +1482,7 @@ async fn accept_hello(
                     ..
                 }) if v == PROTOCOL_VERSION
                     && g == generation
-                    && crate::serve::constant_time_eq(s.as_bytes(), secret.as_bytes()) =>
+                    && berth_base::constant_time_eq(s.as_bytes(), secret.as_bytes()) =>
                 {
                     return Ok(stream)
                 }
@@ -1520,11 +1513,4 @@ async fn capture(
             l.pop_front();
         }
     }
-}
-
-/// `n` random bytes from the OS, as hex (tokens, secrets, ids).
-pub(crate) fn random_hex(n: usize) -> String {
-    let mut bytes = vec![0u8; n];
-    getrandom::fill(&mut bytes).expect("the OS random source is available");
-    hex::encode(bytes)
 }

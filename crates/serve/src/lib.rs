@@ -1,4 +1,5 @@
-//! The loopback page and API behind `berth serve`: the same `ui/` the desktop app renders, the
+//! The loopback page and API behind `berth serve`, a front end beside the CLI and the desktop
+//! shell (it drives the runtime's `Berth` facade, as they do): the same `ui/` the desktop app renders, the
 //! status snapshot, and a server-sent event stream of snapshot changes.
 //!
 //! Every `/api/*` request needs the per-start token (header `Authorization: Bearer …` or
@@ -20,8 +21,8 @@ use futures_util::stream::Stream;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::StreamExt;
 
-use crate::engine::Berth;
-use crate::error::{code, BerthError};
+use berth_base::{code, constant_time_eq, BerthError};
+use berth_runtime::Berth;
 
 /// A row of `UI_FILES`: the file `ui/<file>` at the URL path `/<file>`.
 macro_rules! ui_file {
@@ -176,7 +177,7 @@ fn page(body: &'static str, mime: &'static str) -> Response {
 }
 
 fn new_token() -> String {
-    crate::host::random_hex(24)
+    berth_base::random_hex(24)
 }
 
 fn refuse(status: StatusCode, code: &'static str, message: &str, recovery: &str) -> Response {
@@ -231,10 +232,6 @@ fn token_of<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a st
     query?.split('&').find_map(|kv| kv.strip_prefix("token="))
 }
 
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 async fn status(State(s): State<AppState>) -> impl IntoResponse {
     Json(serde_json::to_value(&*s.berth.status()).unwrap_or_default())
 }
@@ -281,7 +278,7 @@ fn answer(outcome: Result<serde_json::Value, BerthError>) -> Response {
 /// Records the page's decision (the same rules as `berth approve`/`deny`) off the async
 /// workers: the page never waits on more than the store write.
 async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Decision) -> Response {
-    let body: crate::approval::DecisionRequest = match parse_body(
+    let body: berth_runtime::approval::DecisionRequest = match parse_body(
         &body,
         "{\"ids\": [..], \"digests\": {..}}",
         "{\"ids\": [\"plugin-a-1d7e648b\"], \"digests\": {\"plugin-a-1d7e648b\": \"sha256:…\"}}",
@@ -319,7 +316,7 @@ async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Dec
 #[derive(serde::Deserialize)]
 struct Answer {
     id: String,
-    reply: crate::world::PromptReply,
+    reply: berth_runtime::world::PromptReply,
 }
 
 /// The person's answer to a tool's permission prompt: `{"id": "per_…", "reply": "once"}`.

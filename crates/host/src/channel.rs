@@ -46,7 +46,7 @@ impl RunDir {
                 let path = base.join(format!(
                     "berth-run-{}-{}",
                     std::process::id(),
-                    super::random_hex(8)
+                    berth_base::random_hex(8)
                 ));
                 match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                     Ok(()) => {

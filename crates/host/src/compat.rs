@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use crate::host::Upcalls;
+use crate::Upcalls;
 use berth_discovery::spec::percent_decode;
 
 /// The OpenCode version whose routes are served.
@@ -110,7 +110,7 @@ async fn handle(State(svc): State<Arc<Service>>, req: Request) -> Response {
         .get(TOKEN_HEADER)
         .map(|v| v.as_bytes())
         .unwrap_or_default();
-    if !crate::serve::constant_time_eq(presented, svc.token.as_bytes()) {
+    if !berth_base::constant_time_eq(presented, svc.token.as_bytes()) {
         return plain(
             StatusCode::UNAUTHORIZED,
             "this service answers only the plugin host it belongs to",
@@ -125,7 +125,7 @@ async fn handle(State(svc): State<Arc<Service>>, req: Request) -> Response {
             json!({
                 "name": "UnsupportedError",
                 "data": {
-                    "code": crate::code::UNSUPPORTED,
+                    "code": berth_base::code::UNSUPPORTED,
                     "route": route,
                     "opencodeVersion": OPENCODE_VERSION,
                     "message": format!("{route} (OpenCode {OPENCODE_VERSION} API) is not served by Berth's loopback service"),
@@ -170,7 +170,7 @@ async fn handle(State(svc): State<Arc<Service>>, req: Request) -> Response {
         Ok(mut v) => (StatusCode::OK, v["data"].take()),
         Err(e) => (
             match e.code.as_str() {
-                crate::code::OVERLOADED => StatusCode::TOO_MANY_REQUESTS,
+                berth_base::code::OVERLOADED => StatusCode::TOO_MANY_REQUESTS,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },
             json!({ "name": "UnknownError", "data": { "code": e.code, "message": e.message, "opencodeVersion": OPENCODE_VERSION } }),

@@ -151,9 +151,9 @@ async fn late_duplicate_and_unknown_frames_are_dropped_and_counted() {
         .unwrap();
     assert_eq!(r.output.as_deref(), Some("ok"), "the host keeps serving");
     // The late duplicate follows the real result by 50 ms: wait (bounded) until it is counted.
-    let host =
-        berth_runtime::catalog::host_for_bench(&berth, berth_runtime::runtimes::RuntimeKind::Node)
-            .await;
+    let host = berth
+        .host_for_bench(berth_runtime::runtimes::RuntimeKind::Node)
+        .await;
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     while host.info().dropped_frames < 2 && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -272,7 +272,7 @@ async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_r
 
     // A change while a call is in flight: that call ends on the old host with the old word, the
     // next call runs the new one, and the old host stops once it has nothing left to do.
-    let old = berth_runtime::catalog::host_for_bench(&berth, bun).await;
+    let old = berth.host_for_bench(bun).await;
     let (slow, fresh) = tokio::join!(
         berth.invoke("says_slow", serde_json::json!({ "ms": 1500 }), None, None),
         async {
@@ -297,7 +297,8 @@ async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_r
     // A host lost for real restarts with what is on disk now.
     std::fs::write(&file, says("seven")).unwrap();
     berth.rescan();
-    berth_runtime::catalog::host_for_bench(&berth, bun)
+    berth
+        .host_for_bench(bun)
         .await
         .kill("the test replaces the host");
     assert_eq!(call().await.unwrap().output.as_deref(), Some("seven"));
@@ -327,9 +328,9 @@ async fn a_revoked_source_stops_at_once_even_mid_call() {
     let berth = support::open_project(dir.path(), &[]);
     berth.decide(None, Decision::Allow, "cli", false).unwrap();
     berth.activate().await;
-    let host =
-        berth_runtime::catalog::host_for_bench(&berth, berth_runtime::runtimes::RuntimeKind::Bun)
-            .await;
+    let host = berth
+        .host_for_bench(berth_runtime::runtimes::RuntimeKind::Bun)
+        .await;
     let started = std::time::Instant::now();
     let (slow, revoked_at) = tokio::join!(
         berth.invoke("says_slow", serde_json::json!({ "ms": 5000 }), None, None),
@@ -395,9 +396,9 @@ async fn a_caller_that_gives_up_on_a_blocked_tool_has_it_killed_after_the_grace(
     let dir = tempfile::tempdir().unwrap();
     let berth = berth_with_faults(dir.path());
     berth.activate().await;
-    let host =
-        berth_runtime::catalog::host_for_bench(&berth, berth_runtime::runtimes::RuntimeKind::Bun)
-            .await;
+    let host = berth
+        .host_for_bench(berth_runtime::runtimes::RuntimeKind::Bun)
+        .await;
     let call = berth.invoke(
         "faults_spins",
         serde_json::json!({}),
@@ -489,7 +490,7 @@ async fn one_loss_counts_once_and_a_pause_holds_until_resumed() {
     let berth = berth_with_faults(dir.path());
     let bun = berth_runtime::runtimes::RuntimeKind::Bun;
     let kill_idle_host = || async {
-        let host = berth_runtime::catalog::host_for_bench(&berth, bun).await;
+        let host = berth.host_for_bench(bun).await;
         // SAFETY: signalling the host process this test started.
         unsafe { libc::kill(host.pid as i32, libc::SIGKILL) };
         while !host.is_lost() {

@@ -5,45 +5,23 @@
 //! moment; a tool the approved summary did not show is not registered (`pending-activation`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use berth_discovery::{Scanner, SourceKind, SourceState};
+use berth_discovery::{SourceKind, SourceState};
 use berth_protocol::CallKind;
 use berth_store::{Accepted, Finish, NewReceipt, Receipt, ReceiptStatus};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::approval;
-use crate::engine::Berth;
+use crate::core::Core;
 use crate::error::{code, BerthError};
 use crate::host::{CallOptions, HostKey, HostSupervisor};
 use crate::runtimes::RuntimeKind;
+pub use crate::snapshot::{Provider, ToolEntry};
+use crate::world::World;
 use berth_base::now_ms;
-
-/// A tool as the catalog lists it (`berth tools`).
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolEntry {
-    /// The host that runs it (the shared one, or its source's own).
-    #[serde(skip)]
-    pub host: Option<HostKey>,
-    /// Its source's place in OpenCode's load order (which source wins a name).
-    #[serde(skip)]
-    pub order: usize,
-    pub name: String,
-    pub description: String,
-    /// The JSON Schema the model would get.
-    pub parameters: Value,
-    pub provider: Provider,
-    pub state: SourceState,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Provider {
-    pub source_id: String,
-    pub kind: SourceKind,
-    pub backend: RuntimeKind,
-}
 
 /// The outcome of activating the approved sources.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -57,7 +35,7 @@ pub struct Activation {
 }
 
 #[derive(Default)]
-pub(crate) struct Catalog {
+pub(crate) struct CatalogState {
     /// By tool name, the tool the model gets: the claimant OpenCode lets win (`elect`).
     pub tools: BTreeMap<String, ToolEntry>,
     /// Every claim on each name, by source (the winner's too).
@@ -70,15 +48,12 @@ pub(crate) struct Catalog {
     pub activity: HashMap<String, SourceState>,
     /// Active plugins with the hooks they registered, in OpenCode's load order.
     pub hooks: Vec<HookOwner>,
-    /// OpenCode's `project` for the project dir, with the git facts it was computed from
-    /// (reused while they are unchanged: computing it runs git).
-    pub project: Option<(String, Value)>,
     /// The store's decisions marker when activation last read the decisions: a call that finds
     /// it moved (a decision made here or in another process) activates first.
     pub decisions_seen: Option<i64>,
 }
 
-impl Catalog {
+impl CatalogState {
     /// Registers what source `id` (at `order` in OpenCode's load order) contributes now, in
     /// place of what it registered before. A name several sources register goes to the one
     /// OpenCode lets win — plugins over tool files, and among each the later one — whatever
@@ -160,16 +135,108 @@ pub(crate) struct HookOwner {
     pub auth: Vec<Value>,
 }
 
-impl Berth {
-    pub(crate) async fn supervisor(&self) -> Result<Arc<HostSupervisor>, BerthError> {
-        self.inner_supervisor().await
+/// The owner of the tool catalog: what is active, in which host, in OpenCode's order, and
+/// every call through it.
+pub(crate) struct Catalog {
+    core: Arc<Core>,
+    world: Arc<World>,
+    state: Mutex<CatalogState>,
+    /// One activation at a time: two passes over the same hosts would load, hold and retire
+    /// the same sources against each other.
+    activating: tokio::sync::Mutex<()>,
+    /// The merged config after the `config` hooks ran (what plugins changed in it).
+    effective_config: Mutex<Option<Value>>,
+    /// Itself, for the tasks it starts (events, `keep_active`).
+    me: Weak<Catalog>,
+}
+
+impl Catalog {
+    pub(crate) fn new(core: Arc<Core>, world: Arc<World>) -> Arc<Catalog> {
+        Arc::new_cyclic(|me| Catalog {
+            core,
+            world,
+            state: Mutex::new(CatalogState::default()),
+            activating: tokio::sync::Mutex::new(()),
+            effective_config: Mutex::new(None),
+            me: me.clone(),
+        })
     }
 
+    /// The registry, for the owners that read it (status, plugin calls, logins).
+    pub(crate) fn state(&self) -> MutexGuard<'_, CatalogState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The merged config as the `config` hooks left it (None until a plugin was loaded).
+    pub(crate) fn effective_config(&self) -> Option<Value> {
+        self.effective_config
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Stops every plugin host after OpenCode's finaliser: every `dispose` hook, errors only
+    /// logged, bounded in time (nothing is sent when no plugin has one).
+    pub(crate) async fn shutdown_hosts(&self) {
+        if let Some(s) = self.core.supervisor_if_started() {
+            let _ = self
+                .run_chain_full(
+                    "dispose",
+                    Value::Null,
+                    Value::Null,
+                    Some(Duration::from_secs(2)),
+                )
+                .await;
+            s.shutdown().await;
+        }
+    }
+
+    /// The live shared host of `backend` (for the benchmark's raw round trips).
+    pub(crate) async fn host_for_bench(&self, backend: RuntimeKind) -> Arc<crate::host::Host> {
+        self.core
+            .supervisor()
+            .await
+            .expect("supervisor")
+            .host(backend)
+            .await
+            .expect("host")
+    }
+
+    /// Sends one Berth event to the plugins' `event` hooks in OpenCode's shape
+    /// (`{event: {id, type, properties}}`), not awaited; failures are isolated in the host.
+    pub fn emit_event(&self, kind: &str, properties: Value) {
+        let wanted = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .with_hook("event");
+        if wanted.is_empty() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Some(berth) = self.me.upgrade() else {
+            return;
+        };
+        let input = json!({ "event": { "id": format!("evt_{}", berth_base::random_hex(10)), "type": kind, "properties": properties } });
+        rt.spawn(async move {
+            if let Err(e) = berth
+                .run_chain_full("event", input, Value::Null, Some(Duration::from_secs(5)))
+                .await
+            {
+                tracing::debug!("event delivery failed: {}", e.message);
+            }
+        });
+    }
+}
+
+impl Catalog {
     /// Imports every approved standalone tool source whose bytes still match its approval,
     /// withdraws the tools of every source that is no longer approved, and returns the
     /// catalog. Problems are per source; the others still load. Publishes the new status.
     pub async fn activate(&self) -> Activation {
-        let _turn = self.activation_turn().await;
+        let _turn = self.activating.lock().await;
         self.activate_in_turn().await
     }
 
@@ -189,7 +256,7 @@ impl Berth {
             }
             act.tools = again.tools;
         }
-        self.rescan();
+        self.core.rescan();
         act
     }
 
@@ -197,10 +264,10 @@ impl Berth {
     /// anything runs: revoked sources are withdrawn and their code stopped.
     pub(crate) async fn apply_new_decisions(&self) {
         // Read under the turn: an activation that just finished has recorded what it saw.
-        let _turn = self.activation_turn().await;
-        let now = self.with_store(|s| s.decisions_marker()).ok();
+        let _turn = self.activating.lock().await;
+        let now = self.core.with_store(|s| s.decisions_marker()).ok();
         let seen = self
-            .catalog()
+            .state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .decisions_seen;
@@ -211,24 +278,30 @@ impl Berth {
 
     async fn activate_inner(&self) -> Activation {
         let mut act = Activation::default();
-        let marker = self.with_store(|s| s.decisions_marker()).ok();
-        self.catalog()
+        let marker = self.core.with_store(|s| s.decisions_marker()).ok();
+        self.state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .decisions_seen = marker;
         // The gate reads the bytes as they are now, not a cached view.
-        let mut fresh = self.fresh_scan();
+        let mut fresh = self.core.fresh_scan();
         // npm plugins approved before their bytes were known are prepared now (no code runs:
         // install scripts are off), then judged again on what the package really contains.
-        let backend_now = approval::backend_for(&self.runtimes());
+        let backend_now = approval::backend_for(&self.core.runtimes());
         let mut prepared_any = false;
         for source in fresh
             .sources
             .iter()
             .filter(|s| s.kind == SourceKind::NpmPlugin && s.capabilities.contents_unknown)
         {
-            let key = approval::key_for(source, self.domain(), backend_now, &self.project_key());
+            let key = approval::key_for(
+                source,
+                self.core.domain(),
+                backend_now,
+                &self.core.project_key(),
+            );
             let approved = self
+                .core
                 .with_store(|s| s.current_approval(&key))
                 .ok()
                 .flatten()
@@ -238,14 +311,14 @@ impl Berth {
             if !approved {
                 continue;
             }
-            self.catalog()
+            self.state
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .activity
                 .insert(source.id.clone(), SourceState::Preparing);
-            self.rescan();
+            self.core.rescan();
             let (packages, name, request) = (
-                self.options().packages_dir(),
+                self.core.options().packages_dir(),
                 name.to_string(),
                 request.to_string(),
             );
@@ -253,7 +326,7 @@ impl Berth {
                 crate::deps::prepare_npm_plugin(&packages, &name, &request)
             })
             .await;
-            self.catalog()
+            self.state
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .activity
@@ -273,9 +346,9 @@ impl Berth {
             }
         }
         if prepared_any {
-            fresh = self.fresh_scan();
+            fresh = self.core.fresh_scan();
         }
-        let backend = approval::backend_for(&self.runtimes());
+        let backend = approval::backend_for(&self.core.runtimes());
         let mut cleared: HashMap<String, &berth_discovery::Source> = HashMap::new();
         // Only sources whose bytes are here and that OpenCode would load at all.
         let loadable = |s: &&berth_discovery::Source| {
@@ -289,11 +362,26 @@ impl Berth {
                 )
         };
         for source in fresh.sources.iter().filter(loadable) {
-            let key = approval::key_for(source, self.domain(), backend, &self.project_key());
-            let row = self.with_store(|s| s.current_approval(&key)).ok().flatten();
+            let key = approval::key_for(
+                source,
+                self.core.domain(),
+                backend,
+                &self.core.project_key(),
+            );
+            let row = self
+                .core
+                .with_store(|s| s.current_approval(&key))
+                .ok()
+                .flatten();
             let Some(row) = row else { continue };
-            match self.with_store(|s| {
-                approval::gate(s, source, self.domain(), backend, &self.project_key())
+            match self.core.with_store(|s| {
+                approval::gate(
+                    s,
+                    source,
+                    self.core.domain(),
+                    backend,
+                    &self.core.project_key(),
+                )
             }) {
                 Ok(()) => {
                     cleared.insert(source.id.clone(), source);
@@ -312,10 +400,10 @@ impl Berth {
         }
         // A plugin that spent its own restart budget is paused until the person resumes it;
         // the others run on (it is withdrawn like a revoked source).
-        if let Some(sup) = self.inner_supervisor_if_started() {
+        if let Some(sup) = self.core.supervisor_if_started() {
             for (id, why) in sup.quarantined() {
                 if cleared.remove(&id).is_some() {
-                    self.catalog()
+                    self.state
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .activity
@@ -334,7 +422,7 @@ impl Berth {
         }
         // Revocation: tools of sources no longer cleared are withdrawn at once.
         let withdrawn: Vec<String> = {
-            let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             let gone: Vec<String> = cat
                 .loaded
                 .keys()
@@ -349,12 +437,12 @@ impl Berth {
             }
             drop(cat);
             self.withdraw_world(&gone);
-            let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             cat.activity
                 .retain(|id, st| cleared.contains_key(id) || *st == SourceState::Paused);
             gone
         };
-        let sup = match self.supervisor().await {
+        let sup = match self.core.supervisor().await {
             Ok(s) => s,
             Err(e) => {
                 act.problems.push(e);
@@ -364,7 +452,7 @@ impl Berth {
         // Where each source runs: its own host if the person gave it one, else the shared one
         // (D-030).
         let own: std::collections::BTreeSet<String> =
-            self.with_store(|s| s.own_hosts()).unwrap_or_default();
+            self.core.with_store(|s| s.own_hosts()).unwrap_or_default();
         let key_of = |id: &str| {
             if own.contains(id) {
                 HostKey::own(backend, id)
@@ -401,7 +489,7 @@ impl Berth {
             }
         }
         let changed: Vec<String> = {
-            let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             cleared
                 .iter()
                 .filter(|(id, s)| cat.loaded.get(*id).is_some_and(|d| d != &s.digest))
@@ -428,7 +516,7 @@ impl Berth {
             }
         }
         for (dir, ids) in dirs {
-            let data_dir = self.options().data_dir.clone();
+            let data_dir = self.core.options().data_dir.clone();
             let prepared = tokio::task::spawn_blocking(move || {
                 crate::deps::prepare_config_dir_deps(&data_dir, &dir)
             })
@@ -463,6 +551,7 @@ impl Berth {
             .map(|(id, s)| {
                 let known = s.kind == SourceKind::StandaloneTool
                     || self
+                        .core
                         .with_store(|st| st.contributions(&id, &s.digest, backend_name))
                         .ok()
                         .flatten()
@@ -483,7 +572,7 @@ impl Berth {
                 Err(e) => {
                     // A backend out of restarts pauses every source it would run.
                     if sup.is_paused(backend) {
-                        self.catalog()
+                        self.state
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
                             .activity
@@ -494,7 +583,7 @@ impl Berth {
                 }
             };
             let already = {
-                let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 cat.loaded.get(&id) == Some(&source.digest)
                     && host
                         .loaded
@@ -517,13 +606,20 @@ impl Berth {
             // Revoked while the import ran: nothing of it is registered, and the code that
             // already ran is stopped with its host (the rest is reloaded on the next pass).
             let still_cleared = self
+                .core
                 .with_store(|s| {
-                    approval::gate(s, source, self.domain(), backend, &self.project_key())
+                    approval::gate(
+                        s,
+                        source,
+                        self.core.domain(),
+                        backend,
+                        &self.core.project_key(),
+                    )
                 })
                 .is_ok();
             if loading.is_ok() && !still_cleared {
                 {
-                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                    let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     cat.withdraw_tools(&id);
                     cat.hooks.retain(|h| h.source_id != id);
                     cat.activity.remove(&id);
@@ -558,12 +654,17 @@ impl Berth {
                         tools: loaded.iter().map(|t| t.name.clone()).collect(),
                         hooks: hooks.clone(),
                     };
-                    let key =
-                        approval::key_for(source, self.domain(), backend, &self.project_key());
-                    let _ = self.with_store(|s| {
+                    let key = approval::key_for(
+                        source,
+                        self.core.domain(),
+                        backend,
+                        &self.core.project_key(),
+                    );
+                    let _ = self.core.with_store(|s| {
                         s.record_contributions(&id, &source.digest, &key.backend, &observed)
                     });
                     let shown = self
+                        .core
                         .with_store(|s| s.current_approval(&key))
                         .ok()
                         .flatten()
@@ -576,7 +677,7 @@ impl Berth {
                         // running: its host is stopped once the plugins not loaded before are
                         // imported (one stop however many are held), before anything else is.
                         {
-                            let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                            let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                             cat.withdraw_tools(&id);
                             cat.activity
                                 .insert(id.clone(), SourceState::PendingActivation);
@@ -596,7 +697,7 @@ impl Berth {
                         self.withdraw_world(std::slice::from_ref(&id));
                         continue;
                     }
-                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                    let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     host.loaded
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -625,7 +726,7 @@ impl Berth {
                     }
                 }
                 Err(e) => {
-                    let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+                    let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     cat.activity.insert(id.clone(), SourceState::LoadFailed);
                     cat.withdraw_tools(&id);
                     cat.loaded.remove(&id);
@@ -641,7 +742,12 @@ impl Berth {
                 .run_chain("config", Value::Null, fresh.graph.merged.clone(), None)
                 .await
             {
-                Ok(cfg) => *self.effective_config_slot() = Some(cfg),
+                Ok(cfg) => {
+                    *self
+                        .effective_config
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = Some(cfg)
+                }
                 Err(e) => tracing::warn!(
                     plugin = e.plugin.as_deref().unwrap_or(""),
                     "config hook failed: {}",
@@ -650,7 +756,7 @@ impl Berth {
             }
         }
         act.tools = self
-            .catalog()
+            .state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .tools
@@ -691,7 +797,7 @@ impl Berth {
                 .iter()
                 .cloned()
                 .collect();
-            let mut cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             for id in &ran {
                 cat.loaded.remove(id);
             }
@@ -704,16 +810,9 @@ impl Berth {
 
     /// Takes back the toasts and open prompts of sources that no longer run.
     fn withdraw_world(&self, ids: &[String]) {
-        if !ids.is_empty() && self.world().withdraw(ids) {
-            self.publish_world();
+        if !ids.is_empty() && self.world.state().withdraw(ids) {
+            self.core.publish_world();
         }
-    }
-
-    /// A scan that reads the bytes as they are now (no cache), including prepared packages.
-    pub(crate) fn fresh_scan(&self) -> berth_discovery::Discovery {
-        Scanner::with_packages(self.options().packages_dir())
-            .resolving_for(approval::backend_for(&self.runtimes()).resolve_rules())
-            .scan(&self.options().env, &self.options().project)
     }
 
     /// Imports one server plugin in `host` and runs its factories (OpenCode's module rules).
@@ -725,8 +824,8 @@ impl Berth {
         backend: RuntimeKind,
     ) -> Result<(Vec<ToolEntry>, Vec<String>, Vec<Value>), BerthError> {
         let version = source.digest.get(7..19).unwrap_or_default();
-        let status = self.status();
-        let project = self.project_value(&status.project).await;
+        let status = self.core.status();
+        let project = self.core.project_value(&status.project).await;
         // The plugin's own `serverUrl` and the token that opens it, through the channel.
         let (server_url, server_token) = host.service_for(&source.id).await.map_err(|e| {
             BerthError::new(e.code, "activation", e.message, "retry").for_plugin(source.id.clone())
@@ -771,11 +870,11 @@ impl Berth {
     /// plugin's install; a config folder's own dependencies), then Berth's host dependencies
     /// (`@opencode-ai/plugin`, zod).
     async fn load_manifest(&self, source: &berth_discovery::Source) -> Result<Value, BerthError> {
-        let sup = self.supervisor().await?;
+        let sup = self.core.supervisor().await?;
         let mut deps: Vec<std::path::PathBuf> = Vec::new();
         match (&source.npm, source.kind) {
             (Some(npm), SourceKind::NpmPlugin) => deps.push(berth_discovery::npm_install_dir(
-                &self.options().packages_dir(),
+                &self.core.options().packages_dir(),
                 &npm.name,
                 &npm.request,
             )),
@@ -783,7 +882,8 @@ impl Berth {
                 if let Some(dir) =
                     berth_discovery::config_dir_of(std::path::Path::new(&source.entry))
                 {
-                    let prepared = crate::deps::config_deps_dir(&self.options().data_dir, &dir);
+                    let prepared =
+                        crate::deps::config_deps_dir(&self.core.options().data_dir, &dir);
                     if prepared.join("node_modules").is_dir() {
                         deps.push(prepared);
                     }
@@ -874,7 +974,7 @@ impl Berth {
         timeout: Option<Duration>,
     ) -> Result<Value, BerthError> {
         let owners = self
-            .catalog()
+            .state
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .with_hook_in(name);
@@ -900,7 +1000,7 @@ impl Berth {
         if owners.is_empty() {
             return Ok(serde_json::json!({ "output": output, "steps": [] }));
         }
-        let sup = self.supervisor().await?;
+        let sup = self.core.supervisor().await?;
         let mut i = 0;
         let mut first = true;
         while i < owners.len() {
@@ -997,7 +1097,7 @@ impl Berth {
         timeout: Option<Duration>,
     ) -> Result<Receipt, BerthError> {
         if let Some(key) = idempotency_key {
-            if let Some(existing) = self.with_store(|s| s.receipt_by_key(key))? {
+            if let Some(existing) = self.core.with_store(|s| s.receipt_by_key(key))? {
                 return Ok(existing);
             }
         }
@@ -1006,8 +1106,8 @@ impl Berth {
         // A tool is called with the definition its file has now: when the source's bytes moved
         // since its load (or the file is gone), activation runs first (and reloads or withdraws).
         let known = {
-            let status = self.status();
-            let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            let status = self.core.status();
+            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             cat.tools.get(tool).cloned().filter(|e| {
                 let id = &e.provider.source_id;
                 let now = status.sources.iter().find(|s| &s.id == id);
@@ -1032,7 +1132,7 @@ impl Berth {
         let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
         let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
         let me = std::process::id();
-        let accepted = self.with_store(|s| {
+        let accepted = self.core.with_store(|s| {
             s.accept_receipt(&NewReceipt {
                 receipt_id: &receipt_id,
                 idempotency_key,
@@ -1046,7 +1146,7 @@ impl Berth {
         if let Accepted::Existing(r) = accepted {
             return Ok(*r);
         }
-        let sup = self.supervisor().await?;
+        let sup = self.core.supervisor().await?;
         let tool_host = entry
             .host
             .clone()
@@ -1069,7 +1169,7 @@ impl Berth {
                         "retry",
                     )
                 });
-                self.with_store(|s| {
+                self.core.with_store(|s| {
                     s.finish_receipt(
                         &receipt_id,
                         &Finish {
@@ -1081,13 +1181,14 @@ impl Berth {
                 return Err(e);
             }
         }
-        self.with_store(|s| s.mark_receipt_running(&receipt_id))?;
+        self.core
+            .with_store(|s| s.mark_receipt_running(&receipt_id))?;
         let opts = CallOptions {
             timeout: timeout.unwrap_or(crate::host::DEFAULT_TOOL_TIMEOUT),
             lost_code: code::WORKER_LOST,
             ..CallOptions::default()
         };
-        let project = &self.status().project;
+        let project = &self.core.status().project;
         let context = serde_json::json!({
             "directory": project.directory,
             "worktree": project.worktree,
@@ -1112,7 +1213,7 @@ impl Berth {
         );
         // The plugins whose `tool.execute.before/after` hooks run around the call, in order.
         let (before, after) = {
-            let cat = self.catalog().lock().unwrap_or_else(|p| p.into_inner());
+            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             (
                 cat.with_hook_in("tool.execute.before"),
                 cat.with_hook_in("tool.execute.after"),
@@ -1195,7 +1296,9 @@ impl Berth {
                 })
             },
         };
-        let finished = self.with_store(|s| s.finish_receipt(&receipt_id, &end))?;
+        let finished = self
+            .core
+            .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
         let ended = match &outcome {
             Ok(v) => {
                 serde_json::json!({ "status": "completed", "input": args, "output": v["output"], "title": v["title"], "metadata": v["metadata"], "time": { "start": started_ms, "end": now_ms() } })
@@ -1208,7 +1311,7 @@ impl Berth {
         // The row as the update left it; read again only if something else ended it first.
         let receipt = match finished {
             Some(r) => Some(r),
-            None => self.with_store(|s| s.receipt(&receipt_id))?,
+            None => self.core.with_store(|s| s.receipt(&receipt_id))?,
         };
         receipt.ok_or_else(|| {
             BerthError::new(
@@ -1221,7 +1324,7 @@ impl Berth {
     }
 }
 
-impl Berth {
+impl Catalog {
     /// One call whose `tool.execute.before/after` hooks live in other hosts than the tool (a
     /// plugin with a host of its own): the chains run host by host in OpenCode's order and
     /// the tool runs on the arguments they left (its host checks them against its schema
@@ -1428,24 +1531,12 @@ fn tool_entries(
         .collect()
 }
 
-/// The live host a source runs in (for the benchmark's raw round trips).
-#[doc(hidden)]
-pub async fn host_for_bench(berth: &Berth, backend: RuntimeKind) -> Arc<crate::host::Host> {
-    berth
-        .supervisor()
-        .await
-        .expect("supervisor")
-        .host(backend)
-        .await
-        .expect("host")
-}
-
-impl Berth {
+impl Catalog {
     /// Manual resume of plugin hosts paused after their restart budget was spent: their crash
     /// history is forgotten and the paused sources are activated again. Returns the backends
     /// that were paused.
     pub async fn resume_hosts(&self) -> Vec<RuntimeKind> {
-        let Some(sup) = self.supervisor().await.ok() else {
+        let Some(sup) = self.core.supervisor().await.ok() else {
             return Vec::new();
         };
         let resumed: Vec<RuntimeKind> = [RuntimeKind::Bun, RuntimeKind::Node]
@@ -1453,7 +1544,7 @@ impl Berth {
             .filter(|b| sup.resume(*b))
             .collect();
         if !resumed.is_empty() {
-            self.catalog()
+            self.state
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .activity
@@ -1467,13 +1558,17 @@ impl Berth {
     /// and withdraws them as they are revoked, driven by snapshot events (no polling). The
     /// returned task ends when the event channel closes.
     pub fn keep_active(&self) -> tokio::task::JoinHandle<()> {
-        let berth = self.clone();
-        let mut events = self.subscribe();
+        let berth = self
+            .me
+            .upgrade()
+            .expect("the catalog is alive while a method runs");
+        let mut events = self.core.subscribe();
         tokio::spawn(async move {
             let mut last = String::new();
             loop {
                 // What activation depends on: approved ids with their digests and decisions.
                 let signature: String = berth
+                    .core
                     .status()
                     .sources
                     .iter()
@@ -1510,291 +1605,5 @@ impl Berth {
                 }
             }
         })
-    }
-}
-
-impl Berth {
-    /// OpenCode's `project` for `info`, computed once and reused until the project's git facts
-    /// change (the directory, and the times of `.git/HEAD`, `.git/config`, `.git/opencode`).
-    pub(crate) async fn project_value(&self, info: &crate::snapshot::ProjectInfo) -> Value {
-        let stamp = {
-            let git = info.worktree.join(".git");
-            let time = |p: &std::path::Path| {
-                std::fs::metadata(p)
-                    .and_then(|m| m.modified())
-                    .map(|t| format!("{t:?}"))
-                    .unwrap_or_default()
-            };
-            format!(
-                "{}|{}|{}|{}|{}",
-                info.directory.display(),
-                info.has_git,
-                time(&git.join("HEAD")),
-                time(&git.join("config")),
-                time(&git.join("opencode"))
-            )
-        };
-        if let Some((s, v)) = &self
-            .catalog()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .project
-        {
-            if *s == stamp {
-                return v.clone();
-            }
-        }
-        let owned = info.clone();
-        let value = tokio::task::spawn_blocking(move || opencode_project(&owned))
-            .await
-            .unwrap_or(Value::Null);
-        self.catalog()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .project = Some((stamp, value.clone()));
-        value
-    }
-}
-
-/// The project OpenCode 1.18.4 resolves for a directory (`Project.resolve`), as plugins get it
-/// in `PluginInput.project`: `{id, worktree, vcs}`. With a git folder: the worktree is
-/// `git rev-parse --show-toplevel`; the id is the sha1 of the normalised `origin` remote, else
-/// the trimmed `<git-common-dir>/opencode` (OpenCode's cache), else the first sorted root commit
-/// of `HEAD`, else `global`. Without git (or when git cannot read it): `global`, worktree `/`.
-/// OpenCode then writes the id into `<git-common-dir>/opencode`; Berth only reads it (D-021).
-pub(crate) fn opencode_project(p: &crate::snapshot::ProjectInfo) -> Value {
-    let no_git = serde_json::json!({ "id": "global", "worktree": "/", "vcs": null });
-    if !p.has_git {
-        return no_git;
-    }
-    let git = |cwd: &std::path::Path, args: &[&str]| -> Option<String> {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(cwd)
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    // OpenCode's path rule for git's answers: trailing newlines off, empty = the base,
-    // relative = resolved against the base.
-    let resolve = |base: &std::path::Path, text: &str| -> std::path::PathBuf {
-        let t = text.trim_end_matches(['\r', '\n']);
-        if t.is_empty() {
-            base.to_path_buf()
-        } else {
-            berth_discovery::spec::normalize(&base.join(t))
-        }
-    };
-    // The folder holding `.git`. One spawn when git answers all three (the usual case); else
-    // OpenCode's three calls, where only `--show-toplevel` may fail.
-    let base = &p.worktree;
-    let both = git(
-        base,
-        &[
-            "rev-parse",
-            "--show-toplevel",
-            "--git-dir",
-            "--git-common-dir",
-        ],
-    );
-    let lines: Vec<String> = both
-        .iter()
-        .flat_map(|t| t.lines())
-        .map(str::to_string)
-        .collect();
-    let (toplevel, common) = if lines.len() == 3 {
-        (Some(lines[0].clone()), lines[2].clone())
-    } else {
-        let toplevel = git(base, &["rev-parse", "--show-toplevel"]);
-        let (Some(_), Some(common)) = (
-            git(base, &["rev-parse", "--git-dir"]),
-            git(base, &["rev-parse", "--git-common-dir"]),
-        ) else {
-            return no_git;
-        };
-        (toplevel, common)
-    };
-    let worktree = toplevel.map_or_else(|| base.clone(), |t| resolve(base, &t));
-    let common = resolve(base, &common);
-    let id = git(&worktree, &["remote", "get-url", "origin"])
-        .and_then(|url| remote_key(url.trim()))
-        .map(|key| sha1_hex(format!("git-remote:{key}").as_bytes()))
-        .or_else(|| {
-            std::fs::read_to_string(common.join("opencode"))
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-        })
-        .or_else(|| {
-            let text = git(&worktree, &["rev-list", "--max-parents=0", "HEAD"])?;
-            let mut roots: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty())
-                .collect();
-            roots.sort_unstable();
-            roots.first().map(|r| r.to_string())
-        })
-        .unwrap_or_else(|| "global".to_string());
-    serde_json::json!({ "id": id, "worktree": worktree, "vcs": "git" })
-}
-
-/// `host/path` of a git remote URL as OpenCode 1.18.4 normalises it for the project id
-/// (`git@host:path`, `scheme://[user@]host[:port]/path`; `.git` and outer slashes dropped, host
-/// lowercased); `None` for `file:` remotes and anything without a host or a path.
-fn remote_key(url: &str) -> Option<String> {
-    let key = |host: &str, path: &str| -> Option<String> {
-        let path = path.trim_start_matches('/');
-        let path = path
-            .strip_suffix(".git/")
-            .or_else(|| path.strip_suffix(".git"))
-            .unwrap_or(path)
-            .trim_end_matches('/');
-        (!host.is_empty() && !path.is_empty()).then(|| format!("{}/{path}", host.to_lowercase()))
-    };
-    // `git@host:path` and `host:path` (scp-like), OpenCode's `^([^@/:]+@)?([^/:]+):(.+)$`;
-    // also what a remote that is no WHATWG URL falls to.
-    let scp = || -> Option<String> {
-        let (left, path) = url.split_once(':')?;
-        if left.is_empty() || left.contains('/') || path.is_empty() {
-            return None;
-        }
-        let host = match left.find('@') {
-            Some(i) if i > 0 && i + 1 < left.len() => &left[i + 1..],
-            _ => left,
-        };
-        key(host, path)
-    };
-    if url.is_empty() {
-        return None;
-    }
-    // A WHATWG URL needs `scheme:` first (a letter, then letters, digits, `+ - .`).
-    let scheme = url.split_once(':').map(|(s, _)| s).filter(|s| {
-        s.starts_with(|c: char| c.is_ascii_alphabetic())
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    });
-    let Some(scheme) = scheme else { return scp() };
-    let rest = &url[scheme.len() + 1..];
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme == "file" {
-        return None;
-    }
-    let special = ["http", "https", "ws", "wss", "ftp"].contains(&scheme.as_str());
-    // Without `//` a non-special URL is opaque (`host:path` with a scheme-like host): no hostname.
-    let after = if special {
-        rest.trim_start_matches(['/', '\\'])
-    } else {
-        rest.strip_prefix("//")?
-    };
-    let end = after.find(['/', '?', '#']).unwrap_or(after.len());
-    let authority = &after[..end];
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let (host, port) = if host_port.starts_with('[') {
-        match host_port.find(']') {
-            Some(i) => (&host_port[..=i], host_port[i + 1..].strip_prefix(':')),
-            None => return scp(),
-        }
-    } else {
-        match host_port.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (host_port, None),
-        }
-    };
-    // What WHATWG refuses (a special URL without a host, a port that is not a number) is no
-    // URL for OpenCode either: it falls back to the scp-like form.
-    if (special && host.is_empty()) || port.is_some_and(|p| !p.chars().all(|c| c.is_ascii_digit()))
-    {
-        return scp();
-    }
-    let tail = &after[end..];
-    let path = &tail[..tail.find(['?', '#']).unwrap_or(tail.len())];
-    key(host, path)
-}
-
-/// SHA-1 as lowercase hex (OpenCode's `Hash.fast`, used for remote-derived project ids).
-fn sha1_hex(data: &[u8]) -> String {
-    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
-    let mut msg = data.to_vec();
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
-    for block in msg.chunks(64) {
-        let mut w = [0u32; 80];
-        for (i, word) in block.chunks(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A827999),
-                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
-                _ => (b ^ c ^ d, 0xCA62C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            (e, d, c, b, a) = (d, c, b.rotate_left(30), a, t);
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    h.iter().map(|x| format!("{x:08x}")).collect()
-}
-
-#[cfg(test)]
-mod opencode_project_tests {
-    use super::{remote_key, sha1_hex};
-
-    #[test]
-    fn sha1_matches_the_standard_vectors() {
-        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-        assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
-        let long = b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-        assert_eq!(sha1_hex(long), "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
-    }
-
-    #[test]
-    fn remotes_normalise_as_in_opencode() {
-        let k = |u: &str| remote_key(u);
-        assert_eq!(
-            k("git@github.com:Example/Repo.git").as_deref(),
-            Some("github.com/Example/Repo")
-        );
-        assert_eq!(
-            k("https://GitHub.com/Example/Repo/").as_deref(),
-            Some("github.com/Example/Repo")
-        );
-        assert_eq!(
-            k("ssh://git@host.xz:2222/a/b.git/").as_deref(),
-            Some("host.xz/a/b")
-        );
-        assert_eq!(k("https://user:pw@host/x?y#z").as_deref(), Some("host/x"));
-        assert_eq!(k("file:///srv/repo.git"), None);
-        assert_eq!(k("/srv/repo.git"), None);
-        assert_eq!(k("github.com:Example/Repo"), None); // a URL with scheme `github.com`, no host
-        assert_eq!(
-            k("ssh://git@host:org/repo.git").as_deref(),
-            Some("ssh/git@host:org/repo")
-        );
-        assert_eq!(k("me@x@host:a/b").as_deref(), Some("x@host/a/b"));
-        assert_eq!(k("https:github.com/x").as_deref(), Some("github.com/x"));
-        assert_eq!(k("ssh://[::1]:22/a/b").as_deref(), Some("[::1]/a/b"));
-        assert_eq!(k("git://Host.XZ/a/b").as_deref(), Some("host.xz/a/b"));
-        assert_eq!(k(""), None);
     }
 }

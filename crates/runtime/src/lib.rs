@@ -12,14 +12,20 @@
 //! ```
 
 pub mod approval;
+pub mod auth;
+mod berth;
 pub mod catalog;
+mod core;
+mod decisions;
 pub mod deps;
-mod engine;
 mod integrity;
 pub mod logging;
+mod plugin_calls;
+mod project;
 mod relocate;
 pub mod secret;
 pub mod snapshot;
+mod status;
 pub mod watch;
 pub mod world;
 
@@ -28,8 +34,9 @@ pub use berth_base::error;
 pub use berth_host as host;
 pub use berth_host::{compat, runtimes};
 
+pub use crate::berth::Berth;
+pub use crate::core::{default_data_dir, BerthOptions};
 pub use berth_store::Decision;
-pub use engine::{default_data_dir, Berth, BerthOptions};
 pub use error::{code, BerthError};
 pub use secret::Secret;
 pub use snapshot::{SourceView, StatusEvent, StatusSnapshot};

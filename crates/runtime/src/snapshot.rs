@@ -1,5 +1,9 @@
 //! The status snapshot: everything the status page, `berth status` and the desktop app show,
-//! as one serialisable document (schema: `docs/cli/status.schema.json`).
+//! as one serialisable document (schema: `docs/cli/status.schema.json`), with the views it is
+//! made of (tools, notices, prompts, sources, calls).
+//!
+//! Owns: the shapes front ends see. Must not: compute anything of them (the owners do) or
+//! depend on any owner.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,10 +11,13 @@ use std::sync::Arc;
 use berth_discovery::{ConfigDir, ConfigFile, Diagnostic, Source, SourceState, Switch};
 use serde::Serialize;
 
+use berth_discovery::SourceKind;
+use berth_store::PermissionLevel;
+use serde_json::Value;
+
 use crate::approval::ApprovalView;
-use crate::catalog::ToolEntry;
-use crate::host::HostInfo;
-use crate::runtimes::RuntimeInfo;
+use crate::host::{HostInfo, HostKey};
+use crate::runtimes::{RuntimeInfo, RuntimeKind};
 
 /// Cloning is cheap: the large parts are shared (`Arc`), so publishing a toast or a prompt on
 /// the current snapshot copies pointers, not every source.
@@ -33,9 +40,9 @@ pub struct StatusSnapshot {
     /// Running plugin hosts: which sources share which process, and its memory.
     pub hosts: Vec<HostInfo>,
     /// Messages plugins addressed to the person (`client.tui.showToast`), newest last.
-    pub notices: Vec<crate::world::Notice>,
+    pub notices: Vec<Notice>,
     /// Permissions tools are waiting on (`ctx.ask`), to answer without blocking anything.
-    pub prompts: Vec<crate::world::PromptView>,
+    pub prompts: Vec<PromptView>,
     /// The person's standing answers to permissions (`berth permissions`, "Always"), each for
     /// one plugin or for every plugin (`source_id` `*`).
     pub standing_answers: Arc<Vec<berth_store::PermissionRule>>,
@@ -44,6 +51,58 @@ pub struct StatusSnapshot {
     pub calls: Arc<Vec<CallView>>,
     /// Moves whenever anything above changes.
     pub revision: u64,
+}
+
+/// A tool as the catalog lists it (`berth tools`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolEntry {
+    /// The host that runs it (the shared one, or its source's own).
+    #[serde(skip)]
+    pub host: Option<HostKey>,
+    /// Its source's place in OpenCode's load order (which source wins a name).
+    #[serde(skip)]
+    pub order: usize,
+    pub name: String,
+    pub description: String,
+    /// The JSON Schema the model would get.
+    pub parameters: Value,
+    pub provider: Provider,
+    pub state: SourceState,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Provider {
+    pub source_id: String,
+    pub kind: SourceKind,
+    pub backend: RuntimeKind,
+}
+
+/// A message a plugin addressed to the person (`client.tui.showToast`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Notice {
+    pub at_ms: u64,
+    pub plugin: String,
+    pub title: Option<String>,
+    pub message: String,
+    /// `info`, `success`, `warning` or `error`.
+    pub variant: String,
+}
+
+/// A permission a tool is waiting on, as the app and page show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PromptView {
+    pub id: String,
+    pub plugin: String,
+    pub tool: String,
+    pub call_id: String,
+    pub permission: String,
+    pub patterns: Vec<String>,
+    pub always: Vec<String>,
+    pub title: String,
+    /// What the `permission.ask` chain answered (`ask` when no plugin answered).
+    pub plugin_answer: PermissionLevel,
+    pub cap: PermissionLevel,
+    pub asked_at_ms: u64,
 }
 
 /// How many recent calls the status shows.

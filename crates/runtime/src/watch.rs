@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 
-use crate::engine::Berth;
+use crate::berth::Berth;
 
 /// Quiet time after the last file event before a rescan.
 pub const DEBOUNCE: Duration = Duration::from_millis(60);

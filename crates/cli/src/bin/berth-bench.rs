@@ -261,8 +261,7 @@ fn main() {
                 Some((target_cold, true)),
             );
 
-            let host = rt
-                .block_on(async { berth_runtime::catalog::host_for_bench(&berth, backend).await });
+            let host = rt.block_on(async { berth.host_for_bench(backend).await });
             let instance = berth.status().sources[0].id.clone();
             // The host and the bare echo are sampled in alternating blocks, so drift on a shared
             // machine hits both alike. The calls run as a task on the runtime, as the app's and

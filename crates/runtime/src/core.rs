@@ -1,0 +1,291 @@
+//! What every owner of the runtime shares: how Berth was started, the store, the runtimes this
+//! machine has, the execution domain, the current status snapshot (read-only here), the plugin
+//! hosts' supervisor, and OpenCode's project. The owners above reach each other only through
+//! their own fields; the one way up is [`Publisher`], through which a change below asks the
+//! status owner to publish.
+//!
+//! Owns: those shared facts and handles. Must not: hold any owner's state, or decide anything.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+
+use berth_discovery::{OpencodeEnv, Scanner};
+use berth_store::{Recovery, Store};
+use tokio::sync::broadcast;
+
+use crate::approval;
+use crate::error::{code, BerthError};
+use crate::host::{HostLayout, HostSupervisor, Upcalls};
+use crate::project::OpencodeProject;
+use crate::runtimes::{self, RuntimeInfo};
+use crate::snapshot::*;
+
+/// How Berth is started.
+#[derive(Debug, Clone)]
+pub struct BerthOptions {
+    pub data_dir: PathBuf,
+    pub project: PathBuf,
+    pub env: OpencodeEnv,
+    pub log_file: Option<PathBuf>,
+}
+
+impl BerthOptions {
+    /// Where prepared npm plugin packages live: `<data dir>/packages`, or the folder named by
+    /// `BERTH_PACKAGE_CACHE`, which several data dirs may share (a prepared `name@request` is
+    /// immutable and has its own install lock).
+    pub fn packages_dir(&self) -> PathBuf {
+        std::env::var_os("BERTH_PACKAGE_CACHE")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.data_dir.join("packages"))
+    }
+}
+
+/// The default data dir: `$XDG_DATA_HOME/berth`, else `~/.local/share/berth`.
+pub fn default_data_dir(env: &OpencodeEnv) -> PathBuf {
+    env.data_home().join("berth")
+}
+
+/// What the status owner does when something below it changed.
+pub(crate) trait Publisher: Send + Sync {
+    /// Re-reads everything and publishes the snapshot if it changed.
+    fn rescan(&self);
+    /// Publishes what plugins put before the person (toasts, prompts), without a rescan.
+    fn publish_world(&self);
+}
+
+pub(crate) struct Core {
+    pub(crate) options: BerthOptions,
+    /// One connection per process; SQLite serialises with other processes (WAL + busy timeout).
+    store: Mutex<Store>,
+    pub(crate) store_info: StoreInfo,
+    pub(crate) runtimes: Vec<RuntimeInfo>,
+    /// This machine and user (`approval::execution_domain`).
+    domain: String,
+    /// The snapshot the status owner installed last.
+    pub(crate) current: RwLock<Arc<StatusSnapshot>>,
+    pub(crate) events: broadcast::Sender<StatusEvent>,
+    /// Started on first use (needs a tokio runtime); owns every plugin host.
+    supervisor: tokio::sync::OnceCell<Arc<HostSupervisor>>,
+    /// Where calls from plugin code go (set once, when the owners are wired).
+    upcalls: OnceLock<Arc<dyn Upcalls>>,
+    publisher: OnceLock<Weak<dyn Publisher>>,
+    pub(crate) project: OpencodeProject,
+}
+
+impl Core {
+    /// Makes the data dir private, opens the store (migrating it; a corrupt file is moved
+    /// aside), settles receipts of calls a dead process left open, and probes the runtimes.
+    pub(crate) fn open(options: BerthOptions) -> Result<Core, BerthError> {
+        std::fs::create_dir_all(&options.data_dir).map_err(|e| {
+            BerthError::new(
+                code::ACTION_REQUIRED,
+                "store",
+                format!(
+                    "cannot create the data directory {}: {e}",
+                    options.data_dir.display()
+                ),
+                format!(
+                    "make {} writable, or pass another folder with --data-dir",
+                    options.data_dir.display()
+                ),
+            )
+        })?;
+        // Receipts, outputs and logs are the user's alone: nobody else may enter the folder.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ =
+                std::fs::set_permissions(&options.data_dir, std::fs::Permissions::from_mode(0o700));
+        }
+        let opened = Store::open(&options.data_dir.join("berth.db"))?;
+        let moved_aside = opened
+            .recovery
+            .as_ref()
+            .map(|Recovery::MovedAsideCorrupt { moved_to }| moved_to.clone());
+        let store_info = StoreInfo {
+            path: opened.store.path().to_path_buf(),
+            schema_version: opened.store.schema_version()?,
+            moved_aside,
+        };
+        // Calls left open by a process that died are `unknown` now, never replayed.
+        let settled = opened.store.settle_orphaned_receipts(|pid, start| {
+            crate::host::procs::start_time(pid) == Some(start)
+        })?;
+        if settled > 0 {
+            tracing::warn!(
+                settled,
+                "receipts of calls interrupted by a crash are now `unknown`"
+            );
+        }
+        let runtimes = runtimes::probe_all();
+        let (events, _) = broadcast::channel(64);
+        Ok(Core {
+            current: RwLock::new(Arc::new(placeholder(&options))),
+            options,
+            store: Mutex::new(opened.store),
+            store_info,
+            runtimes,
+            domain: approval::execution_domain(),
+            events,
+            supervisor: tokio::sync::OnceCell::new(),
+            upcalls: OnceLock::new(),
+            publisher: OnceLock::new(),
+            project: OpencodeProject::default(),
+        })
+    }
+
+    /// Wires the ways out of this layer: calls from plugin code, and publishing.
+    pub(crate) fn wire(&self, upcalls: Arc<dyn Upcalls>, publisher: Weak<dyn Publisher>) {
+        let _ = self.upcalls.set(upcalls);
+        let _ = self.publisher.set(publisher);
+    }
+
+    /// Runs `f` with the store.
+    pub(crate) fn with_store<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
+        let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        f(&store)
+    }
+
+    /// The store itself, for what must hold it exclusively (backup, restore).
+    pub(crate) fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn options(&self) -> &BerthOptions {
+        &self.options
+    }
+
+    pub(crate) fn domain(&self) -> &str {
+        &self.domain
+    }
+
+    pub(crate) fn runtimes(&self) -> Vec<RuntimeInfo> {
+        self.runtimes.clone()
+    }
+
+    /// The current status snapshot (cheap: an `Arc`).
+    pub(crate) fn status(&self) -> Arc<StatusSnapshot> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<StatusEvent> {
+        self.events.subscribe()
+    }
+
+    /// The project decisions may be limited to: the git worktree, else the directory.
+    pub(crate) fn project_key(&self) -> String {
+        let p = &self.status().project;
+        if p.has_git {
+            p.worktree.display().to_string()
+        } else {
+            p.directory.display().to_string()
+        }
+    }
+
+    /// OpenCode's `project` for `info` (cached while the git facts stay).
+    pub(crate) async fn project_value(&self, info: &ProjectInfo) -> serde_json::Value {
+        self.project.value(info).await
+    }
+
+    /// A scan that reads the bytes as they are now (no cache), including prepared packages.
+    pub(crate) fn fresh_scan(&self) -> berth_discovery::Discovery {
+        Scanner::with_packages(self.options.packages_dir())
+            .resolving_for(approval::backend_for(&self.runtimes).resolve_rules())
+            .scan(&self.options.env, &self.options.project)
+    }
+
+    /// The supervisor, started on first use (preparing the host's dependencies may download:
+    /// off the async workers).
+    pub(crate) async fn supervisor(&self) -> Result<Arc<HostSupervisor>, BerthError> {
+        self.supervisor
+            .get_or_try_init(|| async {
+                let data_dir = self.options.data_dir.clone();
+                let packages = self.options.packages_dir();
+                let layout = tokio::task::spawn_blocking(move || {
+                    HostLayout::locate(&data_dir, &packages, |seed| {
+                        crate::deps::prepare_host_deps(&data_dir, seed)
+                    })
+                })
+                .await
+                .map_err(|e| {
+                    BerthError::new(
+                        code::TEMPORARILY_UNAVAILABLE,
+                        "host",
+                        e.to_string(),
+                        "retry",
+                    )
+                })??;
+                let upcalls = self.upcalls.get().cloned().ok_or_else(|| {
+                    BerthError::new(
+                        code::TEMPORARILY_UNAVAILABLE,
+                        "host",
+                        "the runtime is not wired yet",
+                        "retry",
+                    )
+                })?;
+                Ok(Arc::new(HostSupervisor::with_upcalls(
+                    layout,
+                    self.runtimes.clone(),
+                    upcalls,
+                )))
+            })
+            .await
+            .cloned()
+    }
+
+    /// The supervisor, if something started it (status reads never start hosts).
+    pub(crate) fn supervisor_if_started(&self) -> Option<Arc<HostSupervisor>> {
+        self.supervisor.get().cloned()
+    }
+
+    /// Asks the status owner to rescan and publish.
+    pub(crate) fn rescan(&self) {
+        if let Some(p) = self.publisher.get().and_then(Weak::upgrade) {
+            p.rescan();
+        }
+    }
+
+    /// Asks the status owner to publish what plugins put before the person.
+    pub(crate) fn publish_world(&self) {
+        if let Some(p) = self.publisher.get().and_then(Weak::upgrade) {
+            p.publish_world();
+        }
+    }
+}
+
+fn placeholder(o: &BerthOptions) -> StatusSnapshot {
+    StatusSnapshot {
+        berth: BerthInfo {
+            version: env!("CARGO_PKG_VERSION"),
+            data_dir: o.data_dir.clone(),
+            store: StoreInfo {
+                path: PathBuf::new(),
+                schema_version: 0,
+                moved_aside: None,
+            },
+            log_file: None,
+        },
+        project: ProjectInfo {
+            directory: o.project.clone(),
+            worktree: o.project.clone(),
+            has_git: false,
+        },
+        config_dirs: Default::default(),
+        config_files: Default::default(),
+        pure: berth_discovery::Switch::Off,
+        runtimes: vec![],
+        sources: Default::default(),
+        counts: Counts::default(),
+        diagnostics: vec![],
+        tools: Default::default(),
+        hosts: vec![],
+        notices: vec![],
+        prompts: vec![],
+        calls: Default::default(),
+        standing_answers: Default::default(),
+        revision: 0,
+    }
+}

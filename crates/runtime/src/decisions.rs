@@ -1,0 +1,171 @@
+//! The person's decisions: approving or denying sources exactly as they were shown (every
+//! file with its digest; a source that moved since is refused), a host of its own, and the
+//! store's backups. The rules are `approval`'s; this records them and has the status re-read.
+//!
+//! Owns: recording decisions. Must not: load anything (activation does, on the next call), or
+//! record a decision for bytes the person was not shown.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use berth_discovery::{SourceKind, SourceState};
+use berth_store::{ApprovalRow, Decision, NewApproval};
+
+use crate::approval;
+use crate::core::Core;
+use crate::error::{code, BerthError};
+use crate::snapshot::SourceView;
+use crate::status::Status;
+
+pub(crate) struct Decisions {
+    pub(crate) core: Arc<Core>,
+    pub(crate) status: Arc<Status>,
+}
+
+impl Decisions {
+    /// Records `decision` for each chosen source (all sources waiting for a decision with
+    /// `ids = None`), exactly as the current snapshot shows them — every file with its digest —
+    /// then rescans. A choice is a source id, or `id@digest` with the digest the person was
+    /// shown (the full `sha256:…` or at least 8 of its hex digits): an approval of a source
+    /// whose bytes moved since is refused, so what is approved is what was shown. Unknown ids
+    /// and moved sources fail the whole call before anything is recorded.
+    pub fn decide(
+        &self,
+        ids: Option<&[String]>,
+        decision: Decision,
+        decided_by: &str,
+        this_project_only: bool,
+    ) -> Result<Vec<String>, BerthError> {
+        self.status.rescan();
+        let snapshot = self.core.status();
+        let chosen: Vec<&SourceView> = match ids {
+            Some(ids) => {
+                let mut out = Vec::new();
+                for choice in ids {
+                    let (id, seen) = match choice.split_once('@') {
+                        Some((id, digest)) => (id, Some(digest)),
+                        None => (choice.as_str(), None),
+                    };
+                    let Some(s) = snapshot.sources.iter().find(|s| s.id == id) else {
+                        return Err(BerthError::new(
+                            code::INVALID_ARGUMENTS,
+                            "approval",
+                            format!("no source has the id `{id}`"),
+                            "list the ids with `berth sources`",
+                        ));
+                    };
+                    if let Some(seen) = seen {
+                        if !digest_matches(&s.digest, seen) && decision == Decision::Allow {
+                            return Err(BerthError::new(
+                                code::ACTION_REQUIRED,
+                                "approval",
+                                format!(
+                                    "{id} changed since it was shown to you (shown {seen}, now {}); nothing was approved",
+                                    s.digest
+                                ),
+                                "look at it again (`berth sources` or the status page) and approve what it is now",
+                            )
+                            .for_plugin(id.to_string()));
+                        }
+                    }
+                    out.push(s);
+                }
+                out
+            }
+            None => snapshot
+                .sources
+                .iter()
+                .filter(|s| {
+                    matches!(
+                        s.state,
+                        SourceState::PendingApproval | SourceState::PendingActivation
+                    )
+                })
+                .collect(),
+        };
+        for s in &chosen {
+            if s.kind == SourceKind::Mcp || s.state == SourceState::Unsupported {
+                return Err(BerthError::new(
+                    code::UNSUPPORTED,
+                    "approval",
+                    format!("{} cannot be approved: it is not supported yet", s.id),
+                    "see the source's diagnostics",
+                )
+                .for_plugin(s.id.clone()));
+            }
+        }
+        let backend = approval::backend_for(&self.core.runtimes);
+        self.core.with_store(|store| -> Result<(), BerthError> {
+            for s in &chosen {
+                let key =
+                    approval::key_for(s, self.core.domain(), backend, &self.core.project_key());
+                let mut shown = serde_json::to_value(&s.capabilities).unwrap_or_default();
+                // Every file with the digest it had when shown: the gate compares file by file.
+                shown["manifest"] = serde_json::to_value(&s.manifest).unwrap_or_default();
+                // What the loaded module showed (checkpoint two) is part of what is approved.
+                if let Some(c) = store.contributions(&s.id, &s.digest, &key.backend)? {
+                    shown["contributions"] =
+                        serde_json::json!({ "tools": c.tools, "hooks": c.hooks });
+                }
+                store.record_approval(&NewApproval {
+                    key: &key,
+                    plugin_identity: &s.entry,
+                    decision,
+                    digest: &s.digest,
+                    capability_digest: &s.capability_digest,
+                    shown: &shown,
+                    decided_by,
+                    this_project_only,
+                })?;
+            }
+            Ok(())
+        })?;
+        self.status.rescan();
+        Ok(chosen.iter().map(|s| s.id.clone()).collect())
+    }
+
+    /// Gives each source of `ids` a host of its own (`own`), or puts it back in the shared one;
+    /// the next activation moves it (its old host is stopped). Unknown ids fail first.
+    pub fn set_own_host(&self, ids: &[String], own: bool) -> Result<Vec<String>, BerthError> {
+        let snapshot = self.core.status();
+        for id in ids {
+            if !snapshot.sources.iter().any(|s| &s.id == id) {
+                return Err(BerthError::new(
+                    code::INVALID_ARGUMENTS,
+                    "host",
+                    format!("no source has the id `{id}`"),
+                    "list the ids with `berth sources`",
+                ));
+            }
+        }
+        self.core.with_store(|s| {
+            for id in ids {
+                s.set_own_host(id, own)?;
+            }
+            Ok::<(), berth_store::StoreError>(())
+        })?;
+        self.status.rescan();
+        Ok(ids.to_vec())
+    }
+
+    pub fn approvals(&self) -> Result<Vec<ApprovalRow>, BerthError> {
+        self.core.with_store(|s| s.approvals()).map_err(Into::into)
+    }
+
+    pub fn backup(&self, dest: &Path) -> Result<(), BerthError> {
+        let store = self.core.store();
+        store.backup_to(dest).map_err(Into::into)
+    }
+
+    pub fn restore(&self, src: &Path) -> Result<(), BerthError> {
+        let mut store = self.core.store();
+        store.restore_from(src).map_err(Into::into)
+    }
+}
+
+/// Whether `seen` (a full `sha256:…` digest, or at least 8 hex digits of one) names `digest`.
+fn digest_matches(digest: &str, seen: &str) -> bool {
+    let hex = |d: &str| d.strip_prefix("sha256:").unwrap_or(d).to_ascii_lowercase();
+    let (have, seen) = (hex(digest), hex(seen));
+    seen.len() >= 8 && seen.chars().all(|c| c.is_ascii_hexdigit()) && have.starts_with(&seen)
+}

@@ -1,0 +1,276 @@
+//! The status owner: re-reads the config graph, judges every source against its approval,
+//! joins what the catalog, the world and the hosts say, and publishes the snapshot with a
+//! diff when it changed (`StatusEvent`). What plugins put before the person is published on
+//! the current snapshot without a rescan (`publish_world`), under the same lock.
+//!
+//! Owns: the scanner's cache, the snapshot fingerprint, publishing. Must not: wait on a
+//! plugin, an install or a hook; reading the status never does.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use berth_discovery::{Scanner, SourceState};
+
+use crate::approval;
+use crate::catalog::Catalog;
+use crate::core::{Core, Publisher};
+use crate::error::code;
+use crate::snapshot::*;
+use crate::world::World;
+
+pub(crate) struct Status {
+    core: Arc<Core>,
+    world: Arc<World>,
+    catalog: Arc<Catalog>,
+    /// Per-file parse cache lives here, so rescans only re-read what changed.
+    scanner: Mutex<Scanner>,
+    /// Content fingerprint of the current snapshot, to publish only real changes.
+    fingerprint: Mutex<String>,
+}
+
+impl Status {
+    pub(crate) fn new(core: Arc<Core>, world: Arc<World>, catalog: Arc<Catalog>) -> Status {
+        let resolve_as = approval::backend_for(&core.runtimes).resolve_rules();
+        let scanner = Mutex::new(
+            Scanner::with_packages(core.options.packages_dir()).resolving_for(resolve_as),
+        );
+        Status {
+            core,
+            world,
+            catalog,
+            scanner,
+            fingerprint: Mutex::new(String::new()),
+        }
+    }
+
+    /// Re-reads the config graph and publishes an event if anything changed.
+    pub fn rescan(&self) -> Option<StatusEvent> {
+        let o = &self.core.options;
+        let discovery = {
+            let mut scanner = self.scanner.lock().unwrap_or_else(|p| p.into_inner());
+            scanner.scan(&o.env, &o.project)
+        };
+        let g = &discovery.graph;
+        let backend = approval::backend_for(&self.core.runtimes);
+        let (tools, activity) = {
+            let cat = self.catalog.state();
+            (
+                cat.tools.values().cloned().collect::<Vec<_>>(),
+                cat.activity.clone(),
+            )
+        };
+        let hosts = self
+            .core
+            .supervisor_if_started()
+            .map(|s| s.hosts_now())
+            .unwrap_or_default();
+        let quarantined = self
+            .core
+            .supervisor_if_started()
+            .map(|s| s.quarantined())
+            .unwrap_or_default();
+        let project_key = if g.has_git {
+            g.worktree.display().to_string()
+        } else {
+            g.directory.display().to_string()
+        };
+        let sources: Vec<SourceView> = self.core.with_store(|store| {
+            let own = store.own_hosts().unwrap_or_default();
+            discovery
+                .sources
+                .iter()
+                .map(|src| {
+                    let key = approval::key_for(src, self.core.domain(), backend, &project_key);
+                    let row = store.current_approval(&key).ok().flatten();
+                    let observed = store
+                        .contributions(&src.id, &src.digest, &key.backend)
+                        .ok()
+                        .flatten();
+                    let (mut state, view) =
+                        approval::evaluate(src, row.as_ref(), &key, observed.as_ref());
+                    // The host's word, for sources the gate let through.
+                    if state == SourceState::Discovered {
+                        if let Some(s) = activity.get(&src.id) {
+                            state = *s;
+                        }
+                    }
+                    let mut source = src.clone();
+                    source.state = state;
+                    // Options go to the plugin as written; every view shows secrets redacted.
+                    source.options = source.options.as_ref().map(crate::secret::redact_options);
+                    if state == SourceState::Paused {
+                        let why = match quarantined.get(&src.id) {
+                            Some(why) => format!("{why}; it is paused, and the other plugins run on"),
+                            None => format!(
+                                "its plugin host was lost {} times within {} minutes and is paused; nothing of this source runs until it is resumed",
+                                crate::host::RESTART_BUDGET,
+                                crate::host::RESTART_WINDOW.as_secs() / 60
+                            ),
+                        };
+                        source.diagnostics.push(berth_discovery::Diagnostic::new(
+                            code::TEMPORARILY_UNAVAILABLE,
+                            why,
+                            "look at the plugin's diagnostics and log, then press Resume on the status page (or restart Berth)",
+                        ));
+                    }
+                    SourceView {
+                        own_host: own.contains(&source.id),
+                        source,
+                        approval: view,
+                    }
+                })
+                .collect()
+        });
+        // Calls end in other processes too: their receipts are read here, and the watcher on
+        // the data dir brings a rescan when any process writes one.
+        let calls: Vec<CallView> = self
+            .core
+            .with_store(|s| s.receipts(RECENT_CALLS))
+            .map(|r| r.into_iter().map(CallView::from).collect())
+            .unwrap_or_default();
+        let standing_answers = self
+            .core
+            .with_store(|s| s.permission_rules())
+            .unwrap_or_default();
+        // What plugins asked for (toasts, prompts) is published by `publish_world`, not here.
+        let fingerprint = berth_discovery::sha256_hex(
+            serde_json::json!([
+                calls,
+                standing_answers,
+                g.dirs,
+                g.files,
+                sources,
+                g.diagnostics,
+                g.pure,
+                tools,
+                hosts
+                    .iter()
+                    .map(|h| (h.pid, &h.instances))
+                    .collect::<Vec<_>>()
+            ])
+            .to_string()
+            .as_bytes(),
+        );
+        let mut fp = self.fingerprint.lock().unwrap_or_else(|p| p.into_inner());
+        if *fp == fingerprint {
+            return None;
+        }
+        *fp = fingerprint;
+        let old = self.core.status();
+        let (notices, prompts) = {
+            let w = self.world.state();
+            (w.notices(), w.prompt_views())
+        };
+        let snapshot = Arc::new(StatusSnapshot {
+            berth: BerthInfo {
+                version: env!("CARGO_PKG_VERSION"),
+                data_dir: o.data_dir.clone(),
+                store: self.core.store_info.clone(),
+                log_file: o.log_file.clone(),
+            },
+            project: ProjectInfo {
+                directory: g.directory.clone(),
+                worktree: g.worktree.clone(),
+                has_git: g.has_git,
+            },
+            config_dirs: Arc::new(g.dirs.clone()),
+            config_files: Arc::new(g.files.clone()),
+            pure: g.pure.clone(),
+            runtimes: self.core.runtimes.clone(),
+            counts: Counts::of(&sources),
+            diagnostics: g.diagnostics.clone(),
+            sources: Arc::new(sources),
+            tools: Arc::new(tools),
+            hosts,
+            notices,
+            prompts,
+            calls: Arc::new(calls),
+            standing_answers: Arc::new(standing_answers),
+            revision: old.revision + 1,
+        });
+        let diff = SnapshotDiff::between(&old, &snapshot);
+        let event = self.install(snapshot, diff);
+        drop(fp);
+        tracing::info!(
+            revision = event.revision,
+            added = event.diff.added.len(),
+            removed = event.diff.removed.len(),
+            changed = event.diff.changed.len(),
+            "snapshot changed"
+        );
+        Some(event)
+    }
+
+    /// Publishes a change of what plugins asked the person for (toasts, permission prompts)
+    /// on the current snapshot, without rescanning anything.
+    pub(crate) fn publish_world_now(&self) {
+        // The same lock as `rescan`, so neither overwrites the other's newer snapshot.
+        let _fp = self.fingerprint.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.core.status();
+        let (notices, prompts) = {
+            let w = self.world.state();
+            (w.notices(), w.prompt_views())
+        };
+        if old.notices == notices && old.prompts == prompts {
+            return;
+        }
+        let mut next = (*old).clone();
+        next.notices = notices;
+        next.prompts = prompts;
+        next.revision = old.revision + 1;
+        self.install(Arc::new(next), SnapshotDiff::default());
+    }
+
+    /// Makes `snapshot` the current one and publishes it (the caller holds the fingerprint
+    /// lock, so snapshots are installed in revision order).
+    fn install(&self, snapshot: Arc<StatusSnapshot>, diff: SnapshotDiff) -> StatusEvent {
+        let event = StatusEvent {
+            revision: snapshot.revision,
+            diff,
+            snapshot: snapshot.clone(),
+        };
+        *self.core.current.write().unwrap_or_else(|p| p.into_inner()) = snapshot;
+        let _ = self.core.events.send(event.clone());
+        event
+    }
+
+    /// The folders a watcher should observe for the current graph.
+    pub fn watch_roots(&self) -> Vec<PathBuf> {
+        let s = self.core.status();
+        // The data dir: another process (the CLI next to the app) committing a decision
+        // touches the WAL, and this process then shows it.
+        let mut roots: Vec<PathBuf> = vec![self.core.options.data_dir.clone()];
+        roots.extend(s.config_dirs.iter().map(|d| d.path.clone()));
+        for d in s.config_dirs.iter() {
+            for sub in ["plugin", "plugins", "tool", "tools"] {
+                roots.push(d.path.join(sub));
+            }
+        }
+        roots.extend(
+            s.config_files
+                .iter()
+                .filter_map(|f| f.path.parent().map(Path::to_path_buf)),
+        );
+        for src in s.sources.iter() {
+            roots.extend(
+                src.capabilities
+                    .files
+                    .iter()
+                    .filter_map(|f| f.parent().map(Path::to_path_buf)),
+            );
+        }
+        roots.sort();
+        roots.dedup();
+        roots.retain(|r| r.is_absolute());
+        roots
+    }
+}
+
+impl Publisher for Status {
+    fn rescan(&self) {
+        Status::rescan(self);
+    }
+    fn publish_world(&self) {
+        self.publish_world_now();
+    }
+}

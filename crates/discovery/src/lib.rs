@@ -11,7 +11,7 @@
 //! for s in &found.sources { println!("{} {:?} {}", s.id, s.kind, s.entry); }
 //! ```
 
-mod digest;
+pub mod digest;
 pub mod env;
 pub mod facts;
 pub mod graph;

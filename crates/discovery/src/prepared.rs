@@ -61,7 +61,7 @@ pub fn files(install: &Path) -> std::io::Result<Vec<(String, PathBuf, std::fs::M
 pub fn compute(install: &Path) -> std::io::Result<FileList> {
     let mut files = BTreeMap::new();
     for (rel, path, _) in self::files(install)? {
-        files.insert(rel, crate::scan::file_digest(&path)?);
+        files.insert(rel, crate::digest::file_digest(&path)?);
     }
     Ok(FileList { v: 1, files })
 }

@@ -6,7 +6,6 @@
 //! folder.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -659,7 +658,7 @@ impl Scanner {
         let read_at = SystemTime::now();
         let too_large = meta.len() > MAX_ANALYZED_BYTES;
         let (digest, facts) = if too_large {
-            (file_digest(path)?, None)
+            (crate::digest::file_digest(path)?, None)
         } else {
             let bytes = std::fs::read(path)?;
             let digest = sha256_hex(&bytes);
@@ -678,22 +677,6 @@ impl Scanner {
         self.cache.insert(path.to_path_buf(), c.clone());
         Ok(c)
     }
-}
-
-/// `sha256:` of a file's bytes, read in chunks.
-pub fn file_digest(path: &Path) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut f = std::fs::File::open(path)?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(format!("sha256:{}", hex::encode(h.finalize())))
 }
 
 /// A source being described; becomes a [`Source`] in [`finish`].

@@ -92,7 +92,7 @@ pub fn verify(install: &Path, approved: Option<&str>) -> Result<(), String> {
         let s = stamp(meta, now);
         let got = match (known.files.remove(rel), &s) {
             (Some((old, d)), Some(s)) if &old == s => d,
-            _ => berth_discovery::scan::file_digest(path)
+            _ => berth_discovery::digest::file_digest(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
         };
         if &got != want {

@@ -68,9 +68,9 @@ async function installLoader() {
     else waiter?.resolve()
   })
   port1.unref()
-  // This file's own bare imports (zod) resolve in Berth's host dependencies.
+  // This file's own bare imports (zod) resolve in Berth's host dependencies (on the loader
+  // thread, which resolves them).
   const self = fileURLToPath(import.meta.url)
-  gate.deps.set(self, [depsDir])
   register(new URL("./node-loader.mjs", import.meta.url).href, { data: { depsDir, trusted: gate.trusted, port: port2, self }, transferList: [port2] })
   return (manifest) =>
     new PromiseCtor((resolve, reject) => {

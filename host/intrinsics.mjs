@@ -30,7 +30,6 @@ export const promiseThen = uncurry(Promise.prototype.then)
 export const reflectApply = Reflect.apply
 export const objectKeys = Object.keys
 export const objectEntries = Object.entries
-export const objectValues = Object.values
 export const getPrototypeOf = Object.getPrototypeOf
 export const isArray = Array.isArray
 export const arrayPush = uncurry(Array.prototype.push)

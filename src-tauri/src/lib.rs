@@ -73,19 +73,12 @@ async fn decide(
     digests: std::collections::BTreeMap<String, String>,
     decision: Decision,
 ) -> Result<Vec<String>, BerthError> {
-    let choices = DecisionRequest { ids, digests }
-        .choices(decision)
-        .map_err(|missing| {
-            BerthError::new(
-                berth_runtime::code::INVALID_ARGUMENTS,
-                "approval",
-                format!("an approval must carry the digest that was shown for {missing}"),
-                "reload the window",
-            )
-        })?;
+    let choices = DecisionRequest { ids, digests }.choices(decision)?;
     let berth = berth.inner().clone();
     tauri::async_runtime::spawn_blocking(move || {
-        berth.decide(Some(&choices), decision, "app", false)
+        berth
+            .decide(Some(&choices), decision, "app", false)
+            .map(|decided| decided.into_iter().map(|d| d.id).collect())
     })
     .await
     .map_err(join_error)?

@@ -265,25 +265,17 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
             all,
             this_project,
         } => {
-            let ids = berth.decide(
+            let decided = berth.decide(
                 if *all { None } else { Some(ids) },
                 Decision::Allow,
                 "cli",
                 *this_project,
             )?;
+            let ids: Vec<&str> = decided.iter().map(|d| d.id.as_str()).collect();
             // Each with the digest of the bytes approved: what runs is exactly that.
-            let status = berth.status();
-            let shown: Vec<String> = ids
+            let shown: Vec<String> = decided
                 .iter()
-                .map(|id| {
-                    let digest = status
-                        .sources
-                        .iter()
-                        .find(|s| &s.id == id)
-                        .map(|s| s.digest.trim_start_matches("sha256:"))
-                        .unwrap_or_default();
-                    format!("{id}@{}", &digest[..digest.len().min(16)])
-                })
+                .map(|d| format!("{}@{}", d.id, output::short_digest(&d.digest)))
                 .collect();
             out.done(
                 serde_json::json!({ "approved": ids }),
@@ -298,7 +290,8 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
             );
         }
         Command::Deny { ids, this_project } => {
-            let ids = berth.decide(Some(ids), Decision::Deny, "cli", *this_project)?;
+            let decided = berth.decide(Some(ids), Decision::Deny, "cli", *this_project)?;
+            let ids: Vec<&str> = decided.iter().map(|d| d.id.as_str()).collect();
             out.done(
                 serde_json::json!({ "denied": ids }),
                 &format!("denied: {}", ids.join(", ")),

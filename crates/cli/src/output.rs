@@ -175,13 +175,18 @@ impl Out {
                     | berth_discovery::SourceState::PendingActivation
             ) {
                 // The digest pins the approval to exactly what was printed above.
-                let short = src.digest.trim_start_matches("sha256:");
                 println!(
                     "    approve exactly this: berth approve {}@{}",
                     src.id,
-                    &short[..short.len().min(16)]
+                    short_digest(&src.digest)
                 );
             }
         }
     }
+}
+
+/// The first 16 hex digits of a `sha256:` digest: what the person types to approve exactly it.
+pub fn short_digest(digest: &str) -> &str {
+    let hex = digest.trim_start_matches("sha256:");
+    &hex[..hex.len().min(16)]
 }

@@ -493,11 +493,21 @@ impl Host {
         // host's last thread has exited: reclaiming before that finds nothing, and the
         // descendant then outlives Berth (seen in 19 of 30 runs). SIGKILL lands within
         // milliseconds.
-        let until = Instant::now() + Duration::from_secs(1);
-        while procs::is_running(self.pid) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(1));
+        let wait_and_reclaim = || {
+            let until = Instant::now() + Duration::from_secs(1);
+            while procs::is_running(self.pid) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            procs::reclaim_orphans(&self.tree);
+        };
+        // The wait blocks: on a tokio worker, the runtime is told so (its other tasks move on).
+        let on_worker = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if on_worker {
+            tokio::task::block_in_place(wait_and_reclaim);
+        } else {
+            wait_and_reclaim();
         }
-        procs::reclaim_orphans(&self.tree);
     }
 
     fn mark_lost(&self, why: &str, culprit: Option<String>) {
@@ -1160,6 +1170,20 @@ impl HostSupervisor {
     }
 
     /// The running hosts (shared and own) whose loaded sources include any of `ids`.
+    /// Every live host with the sources loaded in it, read once.
+    pub async fn placement(&self) -> Vec<(HostKey, Vec<String>)> {
+        self.hosts
+            .lock()
+            .await
+            .iter()
+            .filter(|(_, h)| !h.is_lost())
+            .map(|(k, h)| {
+                let loaded = h.loaded.lock().unwrap_or_else(|p| p.into_inner());
+                (k.clone(), loaded.iter().cloned().collect())
+            })
+            .collect()
+    }
+
     pub async fn running(&self, ids: &[String]) -> Vec<HostKey> {
         self.hosts
             .lock()
@@ -1294,7 +1318,6 @@ impl HostSupervisor {
             cmd.env_remove(k);
         }
         cmd.arg(&self.layout.script)
-            .env("BERTH_HOST_DEPS", &self.layout.deps_dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

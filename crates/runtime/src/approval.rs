@@ -10,6 +10,7 @@ use berth_discovery::{Capabilities, Scope, Source, SourceKind, SourceState};
 use berth_store::{ApprovalKey, ApprovalRow, Contributions, Decision, Store};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{code, BerthError};
 use crate::runtimes::{RuntimeInfo, RuntimeKind};
 
 /// This machine and OS user: approvals do not travel to another user or machine.
@@ -62,14 +63,20 @@ pub struct DecisionRequest {
 
 impl DecisionRequest {
     /// The `id@digest` choices `Berth::decide` takes. An approval must carry a digest for
-    /// every id (Err names the first that has none); a denial may come without.
-    pub fn choices(&self, decision: Decision) -> Result<Vec<String>, String> {
+    /// every id (the error names the first that has none); a denial may come without.
+    pub fn choices(&self, decision: Decision) -> Result<Vec<String>, BerthError> {
         self.ids
             .iter()
             .map(|id| match self.digests.get(id) {
                 Some(d) => Ok(format!("{id}@{d}")),
                 None if decision == Decision::Deny => Ok(id.clone()),
-                None => Err(id.clone()),
+                None => Err(BerthError::new(
+                    code::INVALID_ARGUMENTS,
+                    "approval",
+                    format!("an approval must carry the digest that was shown for {id}"),
+                    "reload the page or the window and decide again (an API client sends {\"ids\": [..], \"digests\": {\"<id>\": \"sha256:…\"}})",
+                )
+                .for_plugin(id.clone())),
             })
             .collect()
     }

@@ -18,7 +18,7 @@ use tokio::sync::broadcast;
 use crate::auth::{Auth, AuthOutcome, AuthPrompt, AuthProvider};
 use crate::catalog::{Activation, Catalog};
 use crate::core::{BerthOptions, Core, Publisher};
-use crate::decisions::Decisions;
+use crate::decisions::{Decided, Decisions};
 use crate::error::BerthError;
 use crate::plugin_calls::{PluginCalls, Upcaller};
 use crate::runtimes::RuntimeKind;
@@ -122,7 +122,7 @@ impl Berth {
         decision: Decision,
         decided_by: &str,
         this_project_only: bool,
-    ) -> Result<Vec<String>, BerthError> {
+    ) -> Result<Vec<Decided>, BerthError> {
         self.parts
             .decisions
             .decide(ids, decision, decided_by, this_project_only)

@@ -54,16 +54,15 @@ pub(crate) struct CatalogState {
 }
 
 impl CatalogState {
-    /// Registers what source `id` (at `order` in OpenCode's load order) contributes now, in
-    /// place of what it registered before. A name several sources register goes to the one
+    /// Registers what source `id` contributes now (each entry with its source's place in
+    /// OpenCode's load order and its host), in place of what it registered before. A name several sources register goes to the one
     /// OpenCode lets win — plugins over tool files, and among each the later one — whatever
     /// order Berth imported them in; the others keep their claim and take the name back when
     /// the winner goes.
-    pub fn register_tools(&mut self, id: &str, order: usize, tools: Vec<ToolEntry>) {
+    pub fn register_tools(&mut self, id: &str, tools: Vec<ToolEntry>) {
         self.withdraw_tools(id);
         let mut names = Vec::with_capacity(tools.len());
-        for mut tool in tools {
-            tool.order = order;
+        for tool in tools {
             let name = tool.name.clone();
             self.claims
                 .entry(name.clone())
@@ -474,18 +473,19 @@ impl Catalog {
             )
             .await;
         }
-        let ids: Vec<String> = cleared.keys().cloned().collect();
-        for id in &ids {
-            for key in sup.running(std::slice::from_ref(id)).await {
-                if key != key_of(id) {
-                    self.retire_host(
-                        &sup,
-                        &key,
-                        Some(std::slice::from_ref(id)),
-                        "a source it ran moved to another host",
-                    )
-                    .await;
-                }
+        for (key, loaded) in sup.placement().await {
+            let moved: Vec<String> = loaded
+                .into_iter()
+                .filter(|id| cleared.contains_key(id) && key_of(id) != key)
+                .collect();
+            if !moved.is_empty() {
+                self.retire_host(
+                    &sup,
+                    &key,
+                    Some(&moved),
+                    "a source it ran moved to another host",
+                )
+                .await;
             }
         }
         let changed: Vec<String> = {
@@ -544,7 +544,7 @@ impl Catalog {
         // may be held, and its host stopped, before the others are imported there), then tool
         // files, then plugins in OpenCode's load order. Registration does not depend on this
         // order: hooks are kept in load order, and a tool name goes to the source OpenCode
-        // would let win (`Catalog::register_tool`).
+        // would let win (`CatalogState::register_tools`).
         let backend_name = approval::backend_name(backend);
         let mut cleared: Vec<(String, &berth_discovery::Source, bool)> = cleared
             .into_iter()
@@ -704,14 +704,7 @@ impl Catalog {
                         .insert(id.clone());
                     cat.loaded.insert(id.clone(), source.digest.clone());
                     cat.activity.insert(id.clone(), SourceState::Active);
-                    let loaded = loaded
-                        .into_iter()
-                        .map(|t| ToolEntry {
-                            host: Some(host_key.clone()),
-                            ..t
-                        })
-                        .collect();
-                    cat.register_tools(&id, source.order, loaded);
+                    cat.register_tools(&id, loaded);
                     cat.hooks.retain(|h| h.source_id != id);
                     if source.kind != SourceKind::StandaloneTool {
                         newly_loaded_plugins += 1;
@@ -854,7 +847,7 @@ impl Catalog {
             "fix the plugin; the other plugins keep loading",
         )
         .await?;
-        let tools = tool_entries(&v, source, backend);
+        let tools = tool_entries(&v, source, &host.key, backend);
         let hooks = v["hooks"]
             .as_array()
             .into_iter()
@@ -1085,7 +1078,7 @@ impl Catalog {
             "fix the tool file; the other tools keep working",
         )
         .await?;
-        Ok(tool_entries(&v, source, backend))
+        Ok(tool_entries(&v, source, &host.key, backend))
     }
 
     /// One call through the full path: idempotency, receipt, host, result.
@@ -1147,10 +1140,7 @@ impl Catalog {
             return Ok(*r);
         }
         let sup = self.core.supervisor().await?;
-        let tool_host = entry
-            .host
-            .clone()
-            .unwrap_or_else(|| HostKey::shared(entry.provider.backend));
+        let tool_host = entry.host.clone();
         let host = sup.host_for(&tool_host).await?;
         if !host
             .loaded
@@ -1505,10 +1495,11 @@ async fn load_call(
     })
 }
 
-/// The `tools` a load answered with, as catalog entries of `source`.
+/// The `tools` a load in `host` answered with, as catalog entries of `source`.
 fn tool_entries(
     v: &Value,
     source: &berth_discovery::Source,
+    host: &HostKey,
     backend: RuntimeKind,
 ) -> Vec<ToolEntry> {
     v["tools"]
@@ -1516,7 +1507,7 @@ fn tool_entries(
         .into_iter()
         .flatten()
         .map(|t| ToolEntry {
-            host: None,
+            host: host.clone(),
             order: source.order,
             name: t["name"].as_str().unwrap_or_default().to_string(),
             description: t["description"].as_str().unwrap_or_default().to_string(),

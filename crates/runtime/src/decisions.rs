@@ -17,6 +17,13 @@ use crate::error::{code, BerthError};
 use crate::snapshot::SourceView;
 use crate::status::Status;
 
+/// One source a decision was recorded for, with the digest of the bytes it was recorded for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub id: String,
+    pub digest: String,
+}
+
 pub(crate) struct Decisions {
     pub(crate) core: Arc<Core>,
     pub(crate) status: Arc<Status>,
@@ -35,7 +42,7 @@ impl Decisions {
         decision: Decision,
         decided_by: &str,
         this_project_only: bool,
-    ) -> Result<Vec<String>, BerthError> {
+    ) -> Result<Vec<Decided>, BerthError> {
         self.status.rescan();
         let snapshot = self.core.status();
         let chosen: Vec<&SourceView> = match ids {
@@ -121,7 +128,13 @@ impl Decisions {
             Ok(())
         })?;
         self.status.rescan();
-        Ok(chosen.iter().map(|s| s.id.clone()).collect())
+        Ok(chosen
+            .iter()
+            .map(|s| Decided {
+                id: s.id.clone(),
+                digest: s.digest.clone(),
+            })
+            .collect())
     }
 
     /// Gives each source of `ids` a host of its own (`own`), or puts it back in the shared one;

@@ -58,7 +58,7 @@ pub struct StatusSnapshot {
 pub struct ToolEntry {
     /// The host that runs it (the shared one, or its source's own).
     #[serde(skip)]
-    pub host: Option<HostKey>,
+    pub host: HostKey,
     /// Its source's place in OpenCode's load order (which source wins a name).
     #[serde(skip)]
     pub order: usize,

@@ -289,21 +289,17 @@ async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Dec
     // An approval carries the digest of what the person saw; a moved source is refused.
     let choices = match body.choices(decision) {
         Ok(c) => c,
-        Err(missing) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                code::INVALID_ARGUMENTS,
-                &format!("an approval must carry the digest that was shown for {missing}"),
-                "send {\"ids\": [..], \"digests\": {\"<id>\": \"sha256:…\"}}",
-            )
-        }
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, e.code, &e.message, &e.recovery),
     };
     let berth = s.berth.clone();
     let result =
         tokio::task::spawn_blocking(move || berth.decide(Some(&choices), decision, "page", false))
             .await;
     match result {
-        Ok(r) => answer(r.map(|ids| serde_json::json!({ "decided": ids }))),
+        Ok(r) => answer(r.map(|decided| {
+            let ids: Vec<&str> = decided.iter().map(|d| d.id.as_str()).collect();
+            serde_json::json!({ "decided": ids })
+        })),
         Err(e) => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             code::TEMPORARILY_UNAVAILABLE,

@@ -2,7 +2,8 @@
 //! supervisor that spawns `host/berth-host.mjs` on Bun or Node in its own process group and
 //! speaks the framed protocol with it (`supervisor`), where its sockets live and who may
 //! connect (`channel`), process trees (`procs`), restart budgets (`budget`), and each host's
-//! loopback `serverUrl` service (`compat`).
+//! loopback `serverUrl` service (`compat`). Every child starts through `launch`, the one place
+//! an OS sandbox wraps.
 //!
 //! Owns: every child process of Berth and every byte on a host channel. Must not: decide what
 //! may run or answer a plugin's calls — calls from plugin code reach the layer above through
@@ -14,6 +15,7 @@
 pub mod budget;
 pub mod channel;
 pub mod compat;
+pub mod launch;
 pub mod procs;
 pub mod runtimes;
 mod supervisor;

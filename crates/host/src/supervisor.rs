@@ -7,7 +7,6 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -1293,36 +1292,18 @@ impl HostSupervisor {
             .map_err(|e| unavailable(format!("cannot listen on {}: {e}", sock_path.display())))?;
 
         let tree = format!("{}-{generation}-{}", std::process::id(), random_hex(4));
-        let mut cmd = tokio::process::Command::new(&rt);
-        cmd.env(procs::TREE_VAR, &tree);
-        match backend {
-            RuntimeKind::Node => {
-                cmd.arg("--no-warnings");
-            }
-            // Bun would otherwise download any package a plugin imports that is not installed
-            // (auto-install), behind the approval's back and with no lockfile: never.
-            RuntimeKind::Bun => {
-                cmd.arg("--no-install");
-            }
+        // Bun would otherwise download any package a plugin imports that is not installed
+        // (auto-install), behind the approval's back and with no lockfile: never.
+        let flag = match backend {
+            RuntimeKind::Node => "--no-warnings",
+            RuntimeKind::Bun => "--no-install",
+        };
+        let mut cmd = crate::launch::Launch {
+            program: rt.clone(),
+            args: vec![flag.into(), self.layout.script.clone().into()],
+            tree: tree.clone(),
         }
-        // Nothing secret in the environment: `/proc/<pid>/environ` keeps what a process was
-        // started with, whatever it deletes later. The handshake facts go on stdin, which the
-        // host reads to its end before any plugin code exists.
-        for k in [
-            "BERTH_HOST_SOCKET",
-            "BERTH_HOST_SECRET",
-            "BERTH_HOST_GENERATION",
-            "BERTH_HOST_SERVER_URL",
-            "BERTH_HOST_SERVER_TOKEN",
-        ] {
-            cmd.env_remove(k);
-        }
-        cmd.arg(&self.layout.script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+        .command();
         let mut child = cmd
             .spawn()
             .map_err(|e| unavailable(format!("cannot start {}: {e}", rt.display())))?;

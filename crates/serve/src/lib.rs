@@ -75,6 +75,9 @@ struct AppState {
 pub struct Server {
     listener: tokio::net::TcpListener,
     state: AppState,
+    /// Routers mounted beside the page's API (an MCP endpoint, for one), under the same token
+    /// and Host checks.
+    mounted: Vec<(&'static str, Router)>,
 }
 
 impl Server {
@@ -111,7 +114,15 @@ impl Server {
                 token: new_token(),
                 port,
             },
+            mounted: Vec::new(),
         })
+    }
+
+    /// Serves `router` under `path` (`/mcp`, say) beside the page's API: a request reaches it
+    /// only with the token and a loopback Host, like every `/api/*` request.
+    pub fn mount(mut self, path: &'static str, router: Router) -> Server {
+        self.mounted.push((path, router));
+        self
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -146,17 +157,28 @@ impl Server {
                 self.state.clone(),
                 require_token,
             ));
+        let mut guarded = Router::new();
+        if !self.mounted.is_empty() {
+            for (path, router) in self.mounted {
+                guarded = guarded.nest(path, router);
+            }
+            guarded = guarded.route_layer(middleware::from_fn_with_state(
+                self.state.clone(),
+                require_token,
+            ));
+        }
         let mut pages = Router::new();
         for &(path, mime, body) in UI_FILES {
             pages = pages.route(path, get(move || async move { page(body, mime) }));
         }
         let app = pages
             .merge(api)
+            .with_state(self.state.clone())
+            .merge(guarded)
             .layer(middleware::from_fn_with_state(
-                self.state.clone(),
+                self.state,
                 require_loopback_host,
-            ))
-            .with_state(self.state);
+            ));
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown)
             .await
@@ -396,4 +418,70 @@ async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Even
             .data(serde_json::to_string(&*snapshot).unwrap_or_default()))
     });
     Sse::new(initial.chain(updates)).keep_alive(KeepAlive::new().interval(Duration::from_secs(30)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get_status(addr: SocketAddr, path: &str, host: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    /// A router mounted beside the API (the seam an MCP endpoint uses) answers only with the
+    /// token and a loopback Host, like `/api/*`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_mounted_router_is_behind_the_token_and_the_host_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let env = berth_discovery::OpencodeEnv {
+            home: dir.path().join("home"),
+            cwd: project.clone(),
+            managed_config_dir: dir.path().join("managed"),
+            ..Default::default()
+        };
+        let berth = Berth::open(berth_runtime::BerthOptions {
+            data_dir: dir.path().join("data"),
+            project,
+            env,
+            log_file: None,
+        })
+        .unwrap();
+        let server = Server::bind(berth, "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap()
+            .mount(
+                "/extra",
+                Router::new().route("/hello", get(|| async { "mounted" })),
+            );
+        let (addr, token) = (server.local_addr(), server.token().to_string());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async {
+            let _ = stopped.await;
+        }));
+        let host = addr.to_string();
+        let ok = get_status(addr, &format!("/extra/hello?token={token}"), &host).await;
+        assert!(
+            ok.starts_with("HTTP/1.1 200") && ok.ends_with("mounted"),
+            "{ok}"
+        );
+        let no_token = get_status(addr, "/extra/hello", &host).await;
+        assert!(no_token.starts_with("HTTP/1.1 401"), "{no_token}");
+        let rebound = get_status(
+            addr,
+            &format!("/extra/hello?token={token}"),
+            "evil.example:80",
+        )
+        .await;
+        assert!(!rebound.starts_with("HTTP/1.1 200"), "{rebound}");
+        let _ = stop.send(());
+        task.await.unwrap().unwrap();
+    }
 }

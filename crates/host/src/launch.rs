@@ -1,0 +1,50 @@
+//! How a supervised process starts: its own process group, the tree mark that lets its
+//! escaped descendants be reclaimed (`procs`), piped stdio, killed when its handle drops, and
+//! an environment without Berth's handshake names (secrets travel on stdin). Every child Berth
+//! supervises starts here: this is the one place an OS sandbox wraps, and nothing here is
+//! specific to the JavaScript host.
+//!
+//! Owns: building that command. Must not: talk to the process (the supervisor does) or put a
+//! secret in its arguments or environment.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use crate::procs;
+
+/// Names that must never reach a child's environment (`/proc/<pid>/environ` keeps what a
+/// process was started with, whatever it deletes later).
+const SCRUBBED: &[&str] = &[
+    "BERTH_HOST_SOCKET",
+    "BERTH_HOST_SECRET",
+    "BERTH_HOST_GENERATION",
+    "BERTH_HOST_SERVER_URL",
+    "BERTH_HOST_SERVER_TOKEN",
+];
+
+/// One supervised process to start.
+pub struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// The value of `procs::TREE_VAR` its whole tree inherits.
+    pub tree: String,
+}
+
+impl Launch {
+    /// The command, ready to spawn.
+    pub fn command(&self) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(&self.program);
+        cmd.env(procs::TREE_VAR, &self.tree);
+        for k in SCRUBBED {
+            cmd.env_remove(k);
+        }
+        cmd.args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        cmd
+    }
+}

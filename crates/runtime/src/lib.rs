@@ -1,8 +1,12 @@
-//! Berth's runtime: the one library the CLI, the desktop shell and the page server drive.
-//! It finds sources (via `berth-discovery`), keeps state (via `berth-store`), watches the
-//! config graph, and publishes the status snapshot.
+//! Berth's runtime: the one library the CLI, the desktop shell and the page server drive,
+//! through one facade (`Berth`). Behind it, each owner is a struct with its own state and the
+//! lower owners it was handed: `core` (shared facts), `world`, `catalog`, `plugin_calls`,
+//! `auth`, `status`, `decisions`. It finds sources (via `berth-discovery`), keeps state (via
+//! `berth-store`), runs plugins in hosts (via `berth-host`), watches the config graph and
+//! publishes the status snapshot.
 //!
-//! Invariant: no user interface code and no window here; everything builds and tests headless.
+//! Must not: hold user interface code or a window (everything builds and tests headless), or
+//! let a module depend on one above it (`crates/layers` checks).
 //!
 //! ```no_run
 //! use berth_runtime::{Berth, BerthOptions, default_data_dir};

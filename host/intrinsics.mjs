@@ -7,7 +7,7 @@
 // Owns: the captured copies and the safe collections built on them. Must not: import anything
 // that could run plugin code, or hand its collections' contents to anyone.
 //
-// A few hooks the language itself calls are fixed here too (`lockLanguageHooks`): a
+// A few hooks the language itself calls are fixed here too (`lockLanguageHooks`, D-031): a
 // `toJSON` on `Object.prototype` or `Array.prototype` would rewrite every frame the captured
 // `JSON.stringify` makes, and a patched `Promise.prototype.then`/`constructor` would see every
 // value the host awaits. The host's own loops over plugin objects go by index over captured

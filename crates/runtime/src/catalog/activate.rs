@@ -1,234 +1,21 @@
-//! The active tool catalog and the invocation path: activation of approved sources in a plugin
-//! host (behind the import gate), the contribution check, receipts, and one call end to end.
-//!
-//! Invariant: nothing is imported unless `approval::gate` passed for the bytes on disk at that
-//! moment; a tool the approved summary did not show is not registered (`pending-activation`).
+//! Activation: the approved sources imported in their hosts behind the gate, what they
+//! contribute checked against the approval (checkpoint two), held or registered; revoked and
+//! changed sources withdrawn and their hosts retired.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use berth_discovery::{SourceKind, SourceState};
 use berth_protocol::CallKind;
-use berth_store::{Accepted, Finish, NewReceipt, Receipt, ReceiptStatus};
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::approval;
-use crate::core::Core;
 use crate::error::{code, BerthError};
 use crate::host::{CallOptions, HostKey, HostSupervisor};
 use crate::runtimes::RuntimeKind;
 pub use crate::snapshot::{Provider, ToolEntry};
-use crate::world::World;
-use berth_base::now_ms;
 
-/// The outcome of activating the approved sources.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Activation {
-    pub tools: Vec<ToolEntry>,
-    /// Sources that could not be activated, each with its error.
-    pub problems: Vec<BerthError>,
-    /// A held source's host was stopped during this pass: what it loaded before is loaded again.
-    #[serde(skip)]
-    held_code: bool,
-}
-
-#[derive(Default)]
-pub(crate) struct CatalogState {
-    /// By tool name, the tool the model gets: the claimant OpenCode lets win (`elect`).
-    pub tools: BTreeMap<String, ToolEntry>,
-    /// Every claim on each name, by source (the winner's too).
-    claims: BTreeMap<String, BTreeMap<String, ToolEntry>>,
-    /// The names each source claims.
-    claimed_by: HashMap<String, Vec<String>>,
-    /// Sources imported in the live host, with the digest of the bytes imported.
-    pub loaded: HashMap<String, String>,
-    /// What activation made of each cleared source (active, pending-activation, load-failed).
-    pub activity: HashMap<String, SourceState>,
-    /// Active plugins with the hooks they registered, in OpenCode's load order.
-    pub hooks: Vec<HookOwner>,
-    /// The store's decisions marker when activation last read the decisions: a call that finds
-    /// it moved (a decision made here or in another process) activates first.
-    pub decisions_seen: Option<i64>,
-}
-
-impl CatalogState {
-    /// Registers what source `id` contributes now (each entry with its source's place in
-    /// OpenCode's load order and its host), in place of what it registered before. A name several sources register goes to the one
-    /// OpenCode lets win — plugins over tool files, and among each the later one — whatever
-    /// order Berth imported them in; the others keep their claim and take the name back when
-    /// the winner goes.
-    pub fn register_tools(&mut self, id: &str, tools: Vec<ToolEntry>) {
-        self.withdraw_tools(id);
-        let mut names = Vec::with_capacity(tools.len());
-        for tool in tools {
-            let name = tool.name.clone();
-            self.claims
-                .entry(name.clone())
-                .or_default()
-                .insert(id.to_string(), tool);
-            self.elect(&name);
-            names.push(name);
-        }
-        if !names.is_empty() {
-            self.claimed_by.insert(id.to_string(), names);
-        }
-    }
-
-    /// Withdraws every tool source `id` registered (a name it held goes to the next claimant).
-    pub fn withdraw_tools(&mut self, id: &str) {
-        for name in self.claimed_by.remove(id).unwrap_or_default() {
-            if let Some(by) = self.claims.get_mut(&name) {
-                by.remove(id);
-                if by.is_empty() {
-                    self.claims.remove(&name);
-                }
-            }
-            self.elect(&name);
-        }
-    }
-
-    /// Gives `name` to the claimant OpenCode would let win, or drops it when none is left.
-    fn elect(&mut self, name: &str) {
-        let winner = self.claims.get(name).and_then(|by| {
-            by.values()
-                .max_by_key(|t| (t.provider.kind != SourceKind::StandaloneTool, t.order))
-        });
-        match winner {
-            Some(t) => {
-                self.tools.insert(name.to_string(), t.clone());
-            }
-            None => {
-                self.tools.remove(name);
-            }
-        }
-    }
-
-    /// The active plugins registering hook `name`, in OpenCode's load order.
-    pub fn with_hook(&self, name: &str) -> Vec<String> {
-        self.with_hook_in(name)
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect()
-    }
-
-    /// The same plugins, each with the host its hooks run in.
-    pub fn with_hook_in(&self, name: &str) -> Vec<(String, HostKey)> {
-        self.hooks
-            .iter()
-            .filter(|h| h.hooks.iter().any(|n| n == name))
-            .map(|h| (h.source_id.clone(), h.host.clone()))
-            .collect()
-    }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct HookOwner {
-    pub source_id: String,
-    /// The host its hooks run in.
-    pub host: HostKey,
-    pub order: usize,
-    pub hooks: Vec<String>,
-    /// `{provider, methods: [{type, label, prompts?}]}` of each `auth` hook it registered.
-    pub auth: Vec<Value>,
-}
-
-/// The owner of the tool catalog: what is active, in which host, in OpenCode's order, and
-/// every call through it.
-pub(crate) struct Catalog {
-    core: Arc<Core>,
-    world: Arc<World>,
-    state: Mutex<CatalogState>,
-    /// One activation at a time: two passes over the same hosts would load, hold and retire
-    /// the same sources against each other.
-    activating: tokio::sync::Mutex<()>,
-    /// The merged config after the `config` hooks ran (what plugins changed in it).
-    effective_config: Mutex<Option<Value>>,
-    /// Itself, for the tasks it starts (events, `keep_active`).
-    me: Weak<Catalog>,
-}
-
-impl Catalog {
-    pub(crate) fn new(core: Arc<Core>, world: Arc<World>) -> Arc<Catalog> {
-        Arc::new_cyclic(|me| Catalog {
-            core,
-            world,
-            state: Mutex::new(CatalogState::default()),
-            activating: tokio::sync::Mutex::new(()),
-            effective_config: Mutex::new(None),
-            me: me.clone(),
-        })
-    }
-
-    /// The registry, for the owners that read it (status, plugin calls, logins).
-    pub(crate) fn state(&self) -> MutexGuard<'_, CatalogState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The merged config as the `config` hooks left it (None until a plugin was loaded).
-    pub(crate) fn effective_config(&self) -> Option<Value> {
-        self.effective_config
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// Stops every plugin host after OpenCode's finaliser: every `dispose` hook, errors only
-    /// logged, bounded in time (nothing is sent when no plugin has one).
-    pub(crate) async fn shutdown_hosts(&self) {
-        if let Some(s) = self.core.supervisor_if_started() {
-            let _ = self
-                .run_chain_full(
-                    "dispose",
-                    Value::Null,
-                    Value::Null,
-                    Some(Duration::from_secs(2)),
-                )
-                .await;
-            s.shutdown().await;
-        }
-    }
-
-    /// The live shared host of `backend` (for the benchmark's raw round trips).
-    pub(crate) async fn host_for_bench(&self, backend: RuntimeKind) -> Arc<crate::host::Host> {
-        self.core
-            .supervisor()
-            .await
-            .expect("supervisor")
-            .host(backend)
-            .await
-            .expect("host")
-    }
-
-    /// Sends one Berth event to the plugins' `event` hooks in OpenCode's shape
-    /// (`{event: {id, type, properties}}`), not awaited; failures are isolated in the host.
-    pub fn emit_event(&self, kind: &str, properties: Value) {
-        let wanted = self
-            .state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .with_hook("event");
-        if wanted.is_empty() {
-            return;
-        }
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let Some(berth) = self.me.upgrade() else {
-            return;
-        };
-        let input = json!({ "event": { "id": format!("evt_{}", berth_base::random_hex(10)), "type": kind, "properties": properties } });
-        rt.spawn(async move {
-            if let Err(e) = berth
-                .run_chain_full("event", input, Value::Null, Some(Duration::from_secs(5)))
-                .await
-            {
-                tracing::debug!("event delivery failed: {}", e.message);
-            }
-        });
-    }
-}
+use super::*;
 
 impl Catalog {
     /// Imports every approved standalone tool source whose bytes still match its approval,
@@ -239,7 +26,7 @@ impl Catalog {
         self.activate_in_turn().await
     }
 
-    async fn activate_in_turn(&self) -> Activation {
+    pub(super) async fn activate_in_turn(&self) -> Activation {
         let mut act = self.activate_inner().await;
         if act.held_code {
             // The sources loaded before the held one shared its stopped host.
@@ -275,7 +62,7 @@ impl Catalog {
         }
     }
 
-    async fn activate_inner(&self) -> Activation {
+    pub(super) async fn activate_inner(&self) -> Activation {
         let mut act = Activation::default();
         let marker = self.core.with_store(|s| s.decisions_marker()).ok();
         self.state
@@ -760,7 +547,11 @@ impl Catalog {
     }
 
     /// Stops the hosts that imported a plugin held for review (`held`: host → those plugins).
-    async fn retire_held(&self, sup: &HostSupervisor, held: &mut BTreeMap<HostKey, Vec<String>>) {
+    pub(super) async fn retire_held(
+        &self,
+        sup: &HostSupervisor,
+        held: &mut BTreeMap<HostKey, Vec<String>>,
+    ) {
         for (key, ids) in std::mem::take(held) {
             self.retire_host(
                 sup,
@@ -775,7 +566,7 @@ impl Catalog {
     /// Stops `key`'s host — at once for a revocation (`revoked`: the sources whose calls end
     /// `cancelled`), or once its calls in flight end (a changed source) — and forgets that the
     /// sources it ran are loaded, so they load again in a fresh host.
-    async fn retire_host(
+    pub(super) async fn retire_host(
         &self,
         sup: &HostSupervisor,
         key: &HostKey,
@@ -802,7 +593,7 @@ impl Catalog {
     }
 
     /// Takes back the toasts and open prompts of sources that no longer run.
-    fn withdraw_world(&self, ids: &[String]) {
+    pub(super) fn withdraw_world(&self, ids: &[String]) {
         if !ids.is_empty() && self.world.state().withdraw(ids) {
             self.core.publish_world();
         }
@@ -862,7 +653,10 @@ impl Catalog {
     /// cleared — and where its bare imports resolve: the packages Berth prepared for it (an npm
     /// plugin's install; a config folder's own dependencies), then Berth's host dependencies
     /// (`@opencode-ai/plugin`, zod).
-    async fn load_manifest(&self, source: &berth_discovery::Source) -> Result<Value, BerthError> {
+    pub(super) async fn load_manifest(
+        &self,
+        source: &berth_discovery::Source,
+    ) -> Result<Value, BerthError> {
         let sup = self.core.supervisor().await?;
         let mut deps: Vec<std::path::PathBuf> = Vec::new();
         match (&source.npm, source.kind) {
@@ -919,131 +713,8 @@ impl Catalog {
         Ok(serde_json::json!({ "files": files, "deps": deps }))
     }
 
-    /// Runs one hook chain as OpenCode would (active plugins in load order, one shared output)
-    /// and returns the final output.
-    pub async fn run_hook(
-        &self,
-        name: &str,
-        input: Value,
-        output: Value,
-        timeout: Option<Duration>,
-    ) -> Result<Value, BerthError> {
-        let act = self.activate().await;
-        if let Some(p) = act.problems.first() {
-            tracing::debug!(plugin = p.plugin.as_deref().unwrap_or(""), "{}", p.message);
-        }
-        self.run_chain(name, input, output, timeout).await
-    }
-
-    /// One chain over the plugins active now, without activating first (the hot path the
-    /// benchmark measures); the final output.
-    pub async fn run_active_hook(
-        &self,
-        name: &str,
-        input: Value,
-        output: Value,
-    ) -> Result<Value, BerthError> {
-        self.run_chain(name, input, output, None).await
-    }
-
-    /// One chain over the plugins active now (no activation first); the final output.
-    async fn run_chain(
-        &self,
-        name: &str,
-        input: Value,
-        output: Value,
-        timeout: Option<Duration>,
-    ) -> Result<Value, BerthError> {
-        Ok(self.run_chain_full(name, input, output, timeout).await?["output"].take())
-    }
-
-    /// One chain over the plugins active now: the host's whole answer (`output`, `steps`, and
-    /// for `permission.ask` the plugin that set the status, `answeredBy`).
-    pub(crate) async fn run_chain_full(
-        &self,
-        name: &str,
-        input: Value,
-        output: Value,
-        timeout: Option<Duration>,
-    ) -> Result<Value, BerthError> {
-        let owners = self
-            .state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .with_hook_in(name);
-        self.run_segments(name, &owners, input, output, timeout)
-            .await
-    }
-
-    /// One chain over `owners` in their order, on one shared output: consecutive plugins of
-    /// one host run in one call there, and the output passes on to the next host's plugins
-    /// (plugins with a host of their own sit in the chain where OpenCode's order puts them).
-    /// The answer is the host's shape: `output`, every `steps`, and `answeredBy`.
-    async fn run_segments(
-        &self,
-        name: &str,
-        owners: &[(String, HostKey)],
-        input: Value,
-        output: Value,
-        timeout: Option<Duration>,
-    ) -> Result<Value, BerthError> {
-        let mut output = output;
-        let mut steps: Vec<Value> = Vec::new();
-        let mut answered_by = Value::Null;
-        if owners.is_empty() {
-            return Ok(serde_json::json!({ "output": output, "steps": [] }));
-        }
-        let sup = self.core.supervisor().await?;
-        let mut i = 0;
-        let mut first = true;
-        while i < owners.len() {
-            let key = &owners[i].1;
-            let mut instances = Vec::new();
-            while i < owners.len() && &owners[i].1 == key {
-                instances.push(owners[i].0.clone());
-                i += 1;
-            }
-            let host = sup.host_for(key).await?;
-            let opts = CallOptions {
-                timeout: timeout.unwrap_or(Duration::from_secs(30)),
-                ..CallOptions::default()
-            };
-            let body = serde_json::json!({ "name": name, "instances": instances, "input": input, "output": output });
-            let mut v = host
-                .call("hooks", CallKind::HookChain, body, opts)
-                .await
-                .map_err(|e| {
-                    let plugin = instances
-                        .iter()
-                        .find(|i| e.message.contains(i.as_str()))
-                        .cloned();
-                    let mut err = BerthError::new(
-                        e.code,
-                        name,
-                        e.message,
-                        "fix or disable the plugin named; OpenCode fails this operation the same way",
-                    );
-                    err.plugin = plugin;
-                    err
-                })?;
-            if i == owners.len() && first {
-                // One host ran the whole chain (the usual case): its answer as it is.
-                return Ok(v);
-            }
-            first = false;
-            output = v["output"].take();
-            if let Some(s) = v["steps"].as_array_mut() {
-                steps.append(s);
-            }
-            if !v["answeredBy"].is_null() {
-                answered_by = v["answeredBy"].take();
-            }
-        }
-        Ok(serde_json::json!({ "output": output, "steps": steps, "answeredBy": answered_by }))
-    }
-
     /// Imports one tool file in `host` (fresh bytes: the URL carries the content digest).
-    async fn load_tools(
+    pub(super) async fn load_tools(
         &self,
         host: &crate::host::Host,
         source: &berth_discovery::Source,
@@ -1080,337 +751,6 @@ impl Catalog {
         .await?;
         Ok(tool_entries(&v, source, &host.key, backend))
     }
-
-    /// One call through the full path: idempotency, receipt, host, result.
-    pub async fn invoke(
-        &self,
-        tool: &str,
-        args: Value,
-        idempotency_key: Option<&str>,
-        timeout: Option<Duration>,
-    ) -> Result<Receipt, BerthError> {
-        if let Some(key) = idempotency_key {
-            if let Some(existing) = self.core.with_store(|s| s.receipt_by_key(key))? {
-                return Ok(existing);
-            }
-        }
-        // A decision made a moment ago (here or by another process) holds for this call.
-        self.apply_new_decisions().await;
-        // A tool is called with the definition its file has now: when the source's bytes moved
-        // since its load (or the file is gone), activation runs first (and reloads or withdraws).
-        let known = {
-            let status = self.core.status();
-            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            cat.tools.get(tool).cloned().filter(|e| {
-                let id = &e.provider.source_id;
-                let now = status.sources.iter().find(|s| &s.id == id);
-                now.is_some_and(|s| cat.loaded.get(id) == Some(&s.digest))
-            })
-        };
-        let entry = match known {
-            Some(e) => e,
-            None => {
-                let act = self.activate().await;
-                match act.tools.into_iter().find(|t| t.name == tool) {
-                    Some(e) => e,
-                    None => {
-                        let problem = act.problems.into_iter().next();
-                        return Err(problem.unwrap_or_else(|| {
-                            BerthError::new(code::UNSUPPORTED, "invoke", format!("no active tool is named `{tool}`"), "list the tools with `berth tools`; a source must be approved first")
-                        }));
-                    }
-                }
-            }
-        };
-        let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
-        let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
-        let me = std::process::id();
-        let accepted = self.core.with_store(|s| {
-            s.accept_receipt(&NewReceipt {
-                receipt_id: &receipt_id,
-                idempotency_key,
-                tool,
-                source_id: &entry.provider.source_id,
-                args_digest: &args_digest,
-                owner_pid: me,
-                owner_start: crate::host::procs::own_start_time(),
-            })
-        })?;
-        if let Accepted::Existing(r) = accepted {
-            return Ok(*r);
-        }
-        let sup = self.core.supervisor().await?;
-        let tool_host = entry.host.clone();
-        let host = sup.host_for(&tool_host).await?;
-        if !host
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&entry.provider.source_id)
-        {
-            // The host was replaced since activation: load again (a load, not a replay).
-            let act = self.activate().await;
-            if !act.tools.iter().any(|t| t.name == tool) {
-                let e = act.problems.into_iter().next().unwrap_or_else(|| {
-                    BerthError::new(
-                        code::WORKER_LOST,
-                        "invoke",
-                        "the tool could not be loaded again",
-                        "retry",
-                    )
-                });
-                self.core.with_store(|s| {
-                    s.finish_receipt(
-                        &receipt_id,
-                        &Finish {
-                            error: Some((e.code, &e.message)),
-                            ..Finish::new(ReceiptStatus::Failed)
-                        },
-                    )
-                })?;
-                return Err(e);
-            }
-        }
-        self.core
-            .with_store(|s| s.mark_receipt_running(&receipt_id))?;
-        let opts = CallOptions {
-            timeout: timeout.unwrap_or(crate::host::DEFAULT_TOOL_TIMEOUT),
-            lost_code: code::WORKER_LOST,
-            ..CallOptions::default()
-        };
-        let project = &self.core.status().project;
-        let context = serde_json::json!({
-            "directory": project.directory,
-            "worktree": project.worktree,
-            "callID": receipt_id,
-        });
-        // OpenCode's tool part events, for plugins' `event` hooks.
-        let started_ms = now_ms();
-        let part = |state: Value| {
-            serde_json::json!({ "part": {
-                "id": format!("prt_{}", &receipt_id[5..]),
-                "sessionID": "berth",
-                "messageID": format!("msg_{}", &receipt_id[5..]),
-                "type": "tool",
-                "callID": receipt_id,
-                "tool": tool,
-                "state": state,
-            }})
-        };
-        self.emit_event(
-            "message.part.updated",
-            part(serde_json::json!({ "status": "running", "input": args, "time": { "start": started_ms } })),
-        );
-        // The plugins whose `tool.execute.before/after` hooks run around the call, in order.
-        let (before, after) = {
-            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            (
-                cat.with_hook_in("tool.execute.before"),
-                cat.with_hook_in("tool.execute.after"),
-            )
-        };
-        let outcome = if before
-            .iter()
-            .chain(after.iter())
-            .all(|(_, k)| k == &tool_host)
-        {
-            // One host runs the hooks and the tool in one call (the usual case).
-            let ids = |o: &[(String, HostKey)]| -> Vec<String> {
-                o.iter().map(|(i, _)| i.clone()).collect()
-            };
-            host.call(
-                &entry.provider.source_id,
-                CallKind::Invoke,
-                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&before), "after": ids(&after) }),
-                opts,
-            )
-            .await
-        } else {
-            self.invoke_across_hosts(
-                &host,
-                &entry.provider.source_id,
-                tool,
-                &args,
-                context,
-                &before,
-                &after,
-                opts,
-            )
-            .await
-        };
-        // The output budget holds on this side too, whatever the host let through.
-        let outcome = outcome.and_then(|v| {
-            let size = v["output"].as_str().map_or(0, str::len);
-            if size > berth_protocol::MAX_TOOL_OUTPUT_BYTES {
-                Err(crate::host::CallError {
-                    code: code::INVALID_RESPONSE,
-                    message: format!(
-                        "the tool's output is {size} bytes, over the {}-byte limit",
-                        berth_protocol::MAX_TOOL_OUTPUT_BYTES
-                    ),
-                })
-            } else {
-                Ok(v)
-            }
-        });
-        let by: Vec<String> = outcome
-            .as_ref()
-            .ok()
-            .and_then(|v| v["transformedBy"].as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|s| s.as_str().map(str::to_string))
-            .collect();
-        // When `tool.execute.before` hooks changed the arguments, the receipt names what ran.
-        let ran_with = outcome
-            .as_ref()
-            .ok()
-            .filter(|v| !v["finalArgs"].is_null())
-            .map(|v| berth_discovery::sha256_hex(v["finalArgs"].to_string().as_bytes()));
-        let end = match &outcome {
-            Ok(v) => Finish {
-                title: v["title"].as_str(),
-                output: v["output"].as_str(),
-                metadata: Some(&v["metadata"]),
-                raw: Some(&v["raw"]).filter(|r| !by.is_empty() && !r.is_null()),
-                transformed_by: &by,
-                args_digest: ran_with.as_deref(),
-                ..Finish::new(ReceiptStatus::Completed)
-            },
-            Err(e) => Finish {
-                error: Some((e.code, &e.message)),
-                ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
-                    ReceiptStatus::Cancelled
-                } else {
-                    ReceiptStatus::Failed
-                })
-            },
-        };
-        let finished = self
-            .core
-            .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
-        let ended = match &outcome {
-            Ok(v) => {
-                serde_json::json!({ "status": "completed", "input": args, "output": v["output"], "title": v["title"], "metadata": v["metadata"], "time": { "start": started_ms, "end": now_ms() } })
-            }
-            Err(e) => {
-                serde_json::json!({ "status": "error", "input": args, "error": e.message, "time": { "start": started_ms, "end": now_ms() } })
-            }
-        };
-        self.emit_event("message.part.updated", part(ended));
-        // The row as the update left it; read again only if something else ended it first.
-        let receipt = match finished {
-            Some(r) => Some(r),
-            None => self.core.with_store(|s| s.receipt(&receipt_id))?,
-        };
-        receipt.ok_or_else(|| {
-            BerthError::new(
-                code::TEMPORARILY_UNAVAILABLE,
-                "receipts",
-                "the receipt vanished",
-                "retry",
-            )
-        })
-    }
-}
-
-impl Catalog {
-    /// One call whose `tool.execute.before/after` hooks live in other hosts than the tool (a
-    /// plugin with a host of its own): the chains run host by host in OpenCode's order and
-    /// the tool runs on the arguments they left (its host checks them against its schema
-    /// again). The answer has the shape the one-host call gives.
-    #[allow(clippy::too_many_arguments)]
-    async fn invoke_across_hosts(
-        &self,
-        host: &crate::host::Host,
-        source_id: &str,
-        tool: &str,
-        args: &Value,
-        context: Value,
-        before: &[(String, HostKey)],
-        after: &[(String, HostKey)],
-        opts: CallOptions,
-    ) -> Result<Value, crate::host::CallError> {
-        let lost = |e: BerthError| crate::host::CallError {
-            code: e.code,
-            message: e.message,
-        };
-        let hook_input =
-            serde_json::json!({ "tool": tool, "sessionID": "berth", "callID": context["callID"] });
-        let instances = |v: &Value| -> Vec<String> {
-            v["steps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s["instance"].as_str().map(str::to_string))
-                .collect()
-        };
-        let mut args = args.clone();
-        let mut by: Vec<String> = Vec::new();
-        if !before.is_empty() {
-            let v = self
-                .run_segments(
-                    "tool.execute.before",
-                    before,
-                    hook_input.clone(),
-                    serde_json::json!({ "args": args }),
-                    Some(opts.timeout),
-                )
-                .await
-                .map_err(lost)?;
-            if v["output"]["args"] != args {
-                by = instances(&v);
-                args = v["output"]["args"].clone();
-            }
-        }
-        let mut v = host
-            .call(
-                source_id,
-                CallKind::Invoke,
-                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": [], "after": [] }),
-                opts.clone(),
-            )
-            .await?;
-        if !by.is_empty() {
-            v["finalArgs"] = args.clone();
-        }
-        if after.is_empty() {
-            v["transformedBy"] = serde_json::json!(by);
-            return Ok(v);
-        }
-        let raw = serde_json::json!({ "title": v["title"], "output": v["output"], "metadata": v["metadata"] });
-        let mut input = hook_input;
-        input["args"] = args;
-        let chained = self
-            .run_segments(
-                "tool.execute.after",
-                after,
-                input,
-                raw.clone(),
-                Some(opts.timeout),
-            )
-            .await
-            .map_err(lost)?;
-        let fin = &chained["output"];
-        if !fin["output"].is_string() {
-            return Err(crate::host::CallError {
-                code: code::INVALID_RESPONSE,
-                message: "tool.execute.after left a result without an output string".into(),
-            });
-        }
-        for i in instances(&chained) {
-            if !by.contains(&i) {
-                by.push(i);
-            }
-        }
-        let changed = fin != &raw;
-        Ok(serde_json::json!({
-            "title": fin["title"], "output": fin["output"], "metadata": fin["metadata"],
-            "raw": if changed { raw } else { Value::Null },
-            "transformedBy": by,
-            "finalArgs": v["finalArgs"],
-        }))
-    }
 }
 
 /// Test builds only (compiled out of release builds): between the gate and the load, waits for
@@ -1418,7 +758,7 @@ impl Catalog {
 /// written to `paused`, then `resume` is read — so that a file can be swapped in exactly that
 /// window, deterministically.
 #[cfg(debug_assertions)]
-async fn pause_before_load(entry: &str) {
+pub(super) async fn pause_before_load(entry: &str) {
     let Some(dir) = std::env::var_os("BERTH_TEST_PAUSE_BEFORE_LOAD") else {
         return;
     };
@@ -1440,7 +780,7 @@ async fn pause_before_load(entry: &str) {
 }
 
 /// Sends one load request; a failure names the file and keeps the lost/unsupported codes.
-async fn load_call(
+pub(super) async fn load_call(
     host: &crate::host::Host,
     source: &berth_discovery::Source,
     kind: CallKind,
@@ -1496,7 +836,7 @@ async fn load_call(
 }
 
 /// The `tools` a load in `host` answered with, as catalog entries of `source`.
-fn tool_entries(
+pub(super) fn tool_entries(
     v: &Value,
     source: &berth_discovery::Source,
     host: &HostKey,
@@ -1520,81 +860,4 @@ fn tool_entries(
             state: SourceState::Active,
         })
         .collect()
-}
-
-impl Catalog {
-    /// Manual resume of plugin hosts paused after their restart budget was spent: their crash
-    /// history is forgotten and the paused sources are activated again. Returns the backends
-    /// that were paused.
-    pub async fn resume_hosts(&self) -> Vec<RuntimeKind> {
-        let Some(sup) = self.core.supervisor().await.ok() else {
-            return Vec::new();
-        };
-        let resumed: Vec<RuntimeKind> = [RuntimeKind::Bun, RuntimeKind::Node]
-            .into_iter()
-            .filter(|b| sup.resume(*b))
-            .collect();
-        if !resumed.is_empty() {
-            self.state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .activity
-                .retain(|_, s| *s != SourceState::Paused);
-            self.activate().await;
-        }
-        resumed
-    }
-
-    /// For long-running front ends (`serve`, the app): activates sources as they are approved
-    /// and withdraws them as they are revoked, driven by snapshot events (no polling). The
-    /// returned task ends when the event channel closes.
-    pub fn keep_active(&self) -> tokio::task::JoinHandle<()> {
-        let berth = self
-            .me
-            .upgrade()
-            .expect("the catalog is alive while a method runs");
-        let mut events = self.core.subscribe();
-        tokio::spawn(async move {
-            let mut last = String::new();
-            loop {
-                // What activation depends on: approved ids with their digests and decisions.
-                let signature: String = berth
-                    .core
-                    .status()
-                    .sources
-                    .iter()
-                    .filter(|s| {
-                        matches!(
-                            s.kind,
-                            SourceKind::StandaloneTool
-                                | SourceKind::FilePlugin
-                                | SourceKind::NpmPlugin
-                        )
-                    })
-                    .map(|s| {
-                        format!(
-                            "{}:{}:{:?}:{:?}:{};",
-                            s.id, s.digest, s.approval.decision, s.approval.grew, s.own_host
-                        )
-                    })
-                    .collect();
-                if signature != last {
-                    last = signature;
-                    let act = berth.activate().await;
-                    for p in &act.problems {
-                        tracing::warn!(
-                            plugin = p.plugin.as_deref().unwrap_or(""),
-                            code = p.code,
-                            "{}",
-                            p.message
-                        );
-                    }
-                }
-                match events.recv().await {
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                }
-            }
-        })
-    }
 }

@@ -1,0 +1,347 @@
+//! One tool call end to end: idempotency, the receipt before the call, the host, the hooks
+//! around it (across hosts when they live elsewhere), the final receipt.
+
+use std::time::Duration;
+
+use berth_protocol::CallKind;
+use berth_store::{Accepted, Finish, NewReceipt, Receipt, ReceiptStatus};
+use serde_json::Value;
+
+use crate::error::{code, BerthError};
+use crate::host::{CallOptions, HostKey};
+use berth_base::now_ms;
+
+use super::*;
+
+impl Catalog {
+    /// One call through the full path: idempotency, receipt, host, result.
+    pub async fn invoke(
+        &self,
+        tool: &str,
+        args: Value,
+        idempotency_key: Option<&str>,
+        timeout: Option<Duration>,
+    ) -> Result<Receipt, BerthError> {
+        if let Some(key) = idempotency_key {
+            if let Some(existing) = self.core.with_store(|s| s.receipt_by_key(key))? {
+                return Ok(existing);
+            }
+        }
+        // A decision made a moment ago (here or by another process) holds for this call.
+        self.apply_new_decisions().await;
+        // A tool is called with the definition its file has now: when the source's bytes moved
+        // since its load (or the file is gone), activation runs first (and reloads or withdraws).
+        let known = {
+            let status = self.core.status();
+            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            cat.tools.get(tool).cloned().filter(|e| {
+                let id = &e.provider.source_id;
+                let now = status.sources.iter().find(|s| &s.id == id);
+                now.is_some_and(|s| cat.loaded.get(id) == Some(&s.digest))
+            })
+        };
+        let entry = match known {
+            Some(e) => e,
+            None => {
+                let act = self.activate().await;
+                match act.tools.into_iter().find(|t| t.name == tool) {
+                    Some(e) => e,
+                    None => {
+                        let problem = act.problems.into_iter().next();
+                        return Err(problem.unwrap_or_else(|| {
+                            BerthError::new(code::UNSUPPORTED, "invoke", format!("no active tool is named `{tool}`"), "list the tools with `berth tools`; a source must be approved first")
+                        }));
+                    }
+                }
+            }
+        };
+        let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
+        let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
+        let me = std::process::id();
+        let accepted = self.core.with_store(|s| {
+            s.accept_receipt(&NewReceipt {
+                receipt_id: &receipt_id,
+                idempotency_key,
+                tool,
+                source_id: &entry.provider.source_id,
+                args_digest: &args_digest,
+                owner_pid: me,
+                owner_start: crate::host::procs::own_start_time(),
+            })
+        })?;
+        if let Accepted::Existing(r) = accepted {
+            return Ok(*r);
+        }
+        let sup = self.core.supervisor().await?;
+        let tool_host = entry.host.clone();
+        let host = sup.host_for(&tool_host).await?;
+        if !host
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&entry.provider.source_id)
+        {
+            // The host was replaced since activation: load again (a load, not a replay).
+            let act = self.activate().await;
+            if !act.tools.iter().any(|t| t.name == tool) {
+                let e = act.problems.into_iter().next().unwrap_or_else(|| {
+                    BerthError::new(
+                        code::WORKER_LOST,
+                        "invoke",
+                        "the tool could not be loaded again",
+                        "retry",
+                    )
+                });
+                self.core.with_store(|s| {
+                    s.finish_receipt(
+                        &receipt_id,
+                        &Finish {
+                            error: Some((e.code, &e.message)),
+                            ..Finish::new(ReceiptStatus::Failed)
+                        },
+                    )
+                })?;
+                return Err(e);
+            }
+        }
+        self.core
+            .with_store(|s| s.mark_receipt_running(&receipt_id))?;
+        let opts = CallOptions {
+            timeout: timeout.unwrap_or(crate::host::DEFAULT_TOOL_TIMEOUT),
+            lost_code: code::WORKER_LOST,
+            ..CallOptions::default()
+        };
+        let project = &self.core.status().project;
+        let context = serde_json::json!({
+            "directory": project.directory,
+            "worktree": project.worktree,
+            "callID": receipt_id,
+        });
+        // OpenCode's tool part events, for plugins' `event` hooks.
+        let started_ms = now_ms();
+        let part = |state: Value| {
+            serde_json::json!({ "part": {
+                "id": format!("prt_{}", &receipt_id[5..]),
+                "sessionID": "berth",
+                "messageID": format!("msg_{}", &receipt_id[5..]),
+                "type": "tool",
+                "callID": receipt_id,
+                "tool": tool,
+                "state": state,
+            }})
+        };
+        self.emit_event(
+            "message.part.updated",
+            part(serde_json::json!({ "status": "running", "input": args, "time": { "start": started_ms } })),
+        );
+        // The plugins whose `tool.execute.before/after` hooks run around the call, in order.
+        let (before, after) = {
+            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            (
+                cat.with_hook_in("tool.execute.before"),
+                cat.with_hook_in("tool.execute.after"),
+            )
+        };
+        let outcome = if before
+            .iter()
+            .chain(after.iter())
+            .all(|(_, k)| k == &tool_host)
+        {
+            // One host runs the hooks and the tool in one call (the usual case).
+            let ids = |o: &[(String, HostKey)]| -> Vec<String> {
+                o.iter().map(|(i, _)| i.clone()).collect()
+            };
+            host.call(
+                &entry.provider.source_id,
+                CallKind::Invoke,
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&before), "after": ids(&after) }),
+                opts,
+            )
+            .await
+        } else {
+            self.invoke_across_hosts(
+                &host,
+                &entry.provider.source_id,
+                tool,
+                &args,
+                context,
+                &before,
+                &after,
+                opts,
+            )
+            .await
+        };
+        // The output budget holds on this side too, whatever the host let through.
+        let outcome = outcome.and_then(|v| {
+            let size = v["output"].as_str().map_or(0, str::len);
+            if size > berth_protocol::MAX_TOOL_OUTPUT_BYTES {
+                Err(crate::host::CallError {
+                    code: code::INVALID_RESPONSE,
+                    message: format!(
+                        "the tool's output is {size} bytes, over the {}-byte limit",
+                        berth_protocol::MAX_TOOL_OUTPUT_BYTES
+                    ),
+                })
+            } else {
+                Ok(v)
+            }
+        });
+        let by: Vec<String> = outcome
+            .as_ref()
+            .ok()
+            .and_then(|v| v["transformedBy"].as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect();
+        // When `tool.execute.before` hooks changed the arguments, the receipt names what ran.
+        let ran_with = outcome
+            .as_ref()
+            .ok()
+            .filter(|v| !v["finalArgs"].is_null())
+            .map(|v| berth_discovery::sha256_hex(v["finalArgs"].to_string().as_bytes()));
+        let end = match &outcome {
+            Ok(v) => Finish {
+                title: v["title"].as_str(),
+                output: v["output"].as_str(),
+                metadata: Some(&v["metadata"]),
+                raw: Some(&v["raw"]).filter(|r| !by.is_empty() && !r.is_null()),
+                transformed_by: &by,
+                args_digest: ran_with.as_deref(),
+                ..Finish::new(ReceiptStatus::Completed)
+            },
+            Err(e) => Finish {
+                error: Some((e.code, &e.message)),
+                ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
+                    ReceiptStatus::Cancelled
+                } else {
+                    ReceiptStatus::Failed
+                })
+            },
+        };
+        let finished = self
+            .core
+            .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
+        let ended = match &outcome {
+            Ok(v) => {
+                serde_json::json!({ "status": "completed", "input": args, "output": v["output"], "title": v["title"], "metadata": v["metadata"], "time": { "start": started_ms, "end": now_ms() } })
+            }
+            Err(e) => {
+                serde_json::json!({ "status": "error", "input": args, "error": e.message, "time": { "start": started_ms, "end": now_ms() } })
+            }
+        };
+        self.emit_event("message.part.updated", part(ended));
+        // The row as the update left it; read again only if something else ended it first.
+        let receipt = match finished {
+            Some(r) => Some(r),
+            None => self.core.with_store(|s| s.receipt(&receipt_id))?,
+        };
+        receipt.ok_or_else(|| {
+            BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "receipts",
+                "the receipt vanished",
+                "retry",
+            )
+        })
+    }
+}
+
+impl Catalog {
+    /// One call whose `tool.execute.before/after` hooks live in other hosts than the tool (a
+    /// plugin with a host of its own): the chains run host by host in OpenCode's order and
+    /// the tool runs on the arguments they left (its host checks them against its schema
+    /// again). The answer has the shape the one-host call gives.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn invoke_across_hosts(
+        &self,
+        host: &crate::host::Host,
+        source_id: &str,
+        tool: &str,
+        args: &Value,
+        context: Value,
+        before: &[(String, HostKey)],
+        after: &[(String, HostKey)],
+        opts: CallOptions,
+    ) -> Result<Value, crate::host::CallError> {
+        let lost = |e: BerthError| crate::host::CallError {
+            code: e.code,
+            message: e.message,
+        };
+        let hook_input =
+            serde_json::json!({ "tool": tool, "sessionID": "berth", "callID": context["callID"] });
+        let instances = |v: &Value| -> Vec<String> {
+            v["steps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s["instance"].as_str().map(str::to_string))
+                .collect()
+        };
+        let mut args = args.clone();
+        let mut by: Vec<String> = Vec::new();
+        if !before.is_empty() {
+            let v = self
+                .run_segments(
+                    "tool.execute.before",
+                    before,
+                    hook_input.clone(),
+                    serde_json::json!({ "args": args }),
+                    Some(opts.timeout),
+                )
+                .await
+                .map_err(lost)?;
+            if v["output"]["args"] != args {
+                by = instances(&v);
+                args = v["output"]["args"].clone();
+            }
+        }
+        let mut v = host
+            .call(
+                source_id,
+                CallKind::Invoke,
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": [], "after": [] }),
+                opts.clone(),
+            )
+            .await?;
+        if !by.is_empty() {
+            v["finalArgs"] = args.clone();
+        }
+        if after.is_empty() {
+            v["transformedBy"] = serde_json::json!(by);
+            return Ok(v);
+        }
+        let raw = serde_json::json!({ "title": v["title"], "output": v["output"], "metadata": v["metadata"] });
+        let mut input = hook_input;
+        input["args"] = args;
+        let chained = self
+            .run_segments(
+                "tool.execute.after",
+                after,
+                input,
+                raw.clone(),
+                Some(opts.timeout),
+            )
+            .await
+            .map_err(lost)?;
+        let fin = &chained["output"];
+        if !fin["output"].is_string() {
+            return Err(crate::host::CallError {
+                code: code::INVALID_RESPONSE,
+                message: "tool.execute.after left a result without an output string".into(),
+            });
+        }
+        for i in instances(&chained) {
+            if !by.contains(&i) {
+                by.push(i);
+            }
+        }
+        let changed = fin != &raw;
+        Ok(serde_json::json!({
+            "title": fin["title"], "output": fin["output"], "metadata": fin["metadata"],
+            "raw": if changed { raw } else { Value::Null },
+            "transformedBy": by,
+            "finalArgs": v["finalArgs"],
+        }))
+    }
+}

@@ -1,0 +1,308 @@
+//! The active tool catalog and the invocation path: activation of approved sources in a plugin
+//! host (behind the import gate), the contribution check, receipts, and one call end to end.
+//!
+//! Invariant: nothing is imported unless `approval::gate` passed for the bytes on disk at that
+//! moment; a tool the approved summary did not show is not registered (`pending-activation`).
+
+mod activate;
+mod chains;
+mod invoke;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use berth_discovery::{SourceKind, SourceState};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::core::Core;
+use crate::error::BerthError;
+use crate::host::HostKey;
+use crate::runtimes::RuntimeKind;
+pub use crate::snapshot::{Provider, ToolEntry};
+use crate::world::World;
+
+/// The outcome of activating the approved sources.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Activation {
+    pub tools: Vec<ToolEntry>,
+    /// Sources that could not be activated, each with its error.
+    pub problems: Vec<BerthError>,
+    /// A held source's host was stopped during this pass: what it loaded before is loaded again.
+    #[serde(skip)]
+    held_code: bool,
+}
+
+#[derive(Default)]
+pub(crate) struct CatalogState {
+    /// By tool name, the tool the model gets: the claimant OpenCode lets win (`elect`).
+    pub tools: BTreeMap<String, ToolEntry>,
+    /// Every claim on each name, by source (the winner's too).
+    claims: BTreeMap<String, BTreeMap<String, ToolEntry>>,
+    /// The names each source claims.
+    claimed_by: HashMap<String, Vec<String>>,
+    /// Sources imported in the live host, with the digest of the bytes imported.
+    pub loaded: HashMap<String, String>,
+    /// What activation made of each cleared source (active, pending-activation, load-failed).
+    pub activity: HashMap<String, SourceState>,
+    /// Active plugins with the hooks they registered, in OpenCode's load order.
+    pub hooks: Vec<HookOwner>,
+    /// The store's decisions marker when activation last read the decisions: a call that finds
+    /// it moved (a decision made here or in another process) activates first.
+    pub decisions_seen: Option<i64>,
+}
+
+impl CatalogState {
+    /// Registers what source `id` contributes now (each entry with its source's place in
+    /// OpenCode's load order and its host), in place of what it registered before. A name several sources register goes to the one
+    /// OpenCode lets win — plugins over tool files, and among each the later one — whatever
+    /// order Berth imported them in; the others keep their claim and take the name back when
+    /// the winner goes.
+    pub fn register_tools(&mut self, id: &str, tools: Vec<ToolEntry>) {
+        self.withdraw_tools(id);
+        let mut names = Vec::with_capacity(tools.len());
+        for tool in tools {
+            let name = tool.name.clone();
+            self.claims
+                .entry(name.clone())
+                .or_default()
+                .insert(id.to_string(), tool);
+            self.elect(&name);
+            names.push(name);
+        }
+        if !names.is_empty() {
+            self.claimed_by.insert(id.to_string(), names);
+        }
+    }
+
+    /// Withdraws every tool source `id` registered (a name it held goes to the next claimant).
+    pub fn withdraw_tools(&mut self, id: &str) {
+        for name in self.claimed_by.remove(id).unwrap_or_default() {
+            if let Some(by) = self.claims.get_mut(&name) {
+                by.remove(id);
+                if by.is_empty() {
+                    self.claims.remove(&name);
+                }
+            }
+            self.elect(&name);
+        }
+    }
+
+    /// Gives `name` to the claimant OpenCode would let win, or drops it when none is left.
+    fn elect(&mut self, name: &str) {
+        let winner = self.claims.get(name).and_then(|by| {
+            by.values()
+                .max_by_key(|t| (t.provider.kind != SourceKind::StandaloneTool, t.order))
+        });
+        match winner {
+            Some(t) => {
+                self.tools.insert(name.to_string(), t.clone());
+            }
+            None => {
+                self.tools.remove(name);
+            }
+        }
+    }
+
+    /// The active plugins registering hook `name`, in OpenCode's load order.
+    pub fn with_hook(&self, name: &str) -> Vec<String> {
+        self.with_hook_in(name)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    /// The same plugins, each with the host its hooks run in.
+    pub fn with_hook_in(&self, name: &str) -> Vec<(String, HostKey)> {
+        self.hooks
+            .iter()
+            .filter(|h| h.hooks.iter().any(|n| n == name))
+            .map(|h| (h.source_id.clone(), h.host.clone()))
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct HookOwner {
+    pub source_id: String,
+    /// The host its hooks run in.
+    pub host: HostKey,
+    pub order: usize,
+    pub hooks: Vec<String>,
+    /// `{provider, methods: [{type, label, prompts?}]}` of each `auth` hook it registered.
+    pub auth: Vec<Value>,
+}
+
+/// The owner of the tool catalog: what is active, in which host, in OpenCode's order, and
+/// every call through it.
+pub(crate) struct Catalog {
+    core: Arc<Core>,
+    world: Arc<World>,
+    state: Mutex<CatalogState>,
+    /// One activation at a time: two passes over the same hosts would load, hold and retire
+    /// the same sources against each other.
+    activating: tokio::sync::Mutex<()>,
+    /// The merged config after the `config` hooks ran (what plugins changed in it).
+    effective_config: Mutex<Option<Value>>,
+    /// Itself, for the tasks it starts (events, `keep_active`).
+    me: Weak<Catalog>,
+}
+
+impl Catalog {
+    pub(crate) fn new(core: Arc<Core>, world: Arc<World>) -> Arc<Catalog> {
+        Arc::new_cyclic(|me| Catalog {
+            core,
+            world,
+            state: Mutex::new(CatalogState::default()),
+            activating: tokio::sync::Mutex::new(()),
+            effective_config: Mutex::new(None),
+            me: me.clone(),
+        })
+    }
+
+    /// The registry, for the owners that read it (status, plugin calls, logins).
+    pub(crate) fn state(&self) -> MutexGuard<'_, CatalogState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The merged config as the `config` hooks left it (None until a plugin was loaded).
+    pub(crate) fn effective_config(&self) -> Option<Value> {
+        self.effective_config
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Stops every plugin host after OpenCode's finaliser: every `dispose` hook, errors only
+    /// logged, bounded in time (nothing is sent when no plugin has one).
+    pub(crate) async fn shutdown_hosts(&self) {
+        if let Some(s) = self.core.supervisor_if_started() {
+            let _ = self
+                .run_chain_full(
+                    "dispose",
+                    Value::Null,
+                    Value::Null,
+                    Some(Duration::from_secs(2)),
+                )
+                .await;
+            s.shutdown().await;
+        }
+    }
+
+    /// The live shared host of `backend` (for the benchmark's raw round trips).
+    pub(crate) async fn host_for_bench(&self, backend: RuntimeKind) -> Arc<crate::host::Host> {
+        self.core
+            .supervisor()
+            .await
+            .expect("supervisor")
+            .host(backend)
+            .await
+            .expect("host")
+    }
+
+    /// Sends one Berth event to the plugins' `event` hooks in OpenCode's shape
+    /// (`{event: {id, type, properties}}`), not awaited; failures are isolated in the host.
+    pub fn emit_event(&self, kind: &str, properties: Value) {
+        let wanted = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .with_hook("event");
+        if wanted.is_empty() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Some(berth) = self.me.upgrade() else {
+            return;
+        };
+        let input = json!({ "event": { "id": format!("evt_{}", berth_base::random_hex(10)), "type": kind, "properties": properties } });
+        rt.spawn(async move {
+            if let Err(e) = berth
+                .run_chain_full("event", input, Value::Null, Some(Duration::from_secs(5)))
+                .await
+            {
+                tracing::debug!("event delivery failed: {}", e.message);
+            }
+        });
+    }
+}
+
+impl Catalog {
+    /// Manual resume of plugin hosts paused after their restart budget was spent: their crash
+    /// history is forgotten and the paused sources are activated again. Returns the backends
+    /// that were paused.
+    pub async fn resume_hosts(&self) -> Vec<RuntimeKind> {
+        let Some(sup) = self.core.supervisor().await.ok() else {
+            return Vec::new();
+        };
+        let resumed: Vec<RuntimeKind> = [RuntimeKind::Bun, RuntimeKind::Node]
+            .into_iter()
+            .filter(|b| sup.resume(*b))
+            .collect();
+        if !resumed.is_empty() {
+            self.state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .activity
+                .retain(|_, s| *s != SourceState::Paused);
+            self.activate().await;
+        }
+        resumed
+    }
+
+    /// For long-running front ends (`serve`, the app): activates sources as they are approved
+    /// and withdraws them as they are revoked, driven by snapshot events (no polling). The
+    /// returned task ends when the event channel closes.
+    pub fn keep_active(&self) -> tokio::task::JoinHandle<()> {
+        let berth = self
+            .me
+            .upgrade()
+            .expect("the catalog is alive while a method runs");
+        let mut events = self.core.subscribe();
+        tokio::spawn(async move {
+            let mut last = String::new();
+            loop {
+                // What activation depends on: approved ids with their digests and decisions.
+                let signature: String = berth
+                    .core
+                    .status()
+                    .sources
+                    .iter()
+                    .filter(|s| {
+                        matches!(
+                            s.kind,
+                            SourceKind::StandaloneTool
+                                | SourceKind::FilePlugin
+                                | SourceKind::NpmPlugin
+                        )
+                    })
+                    .map(|s| {
+                        format!(
+                            "{}:{}:{:?}:{:?}:{};",
+                            s.id, s.digest, s.approval.decision, s.approval.grew, s.own_host
+                        )
+                    })
+                    .collect();
+                if signature != last {
+                    last = signature;
+                    let act = berth.activate().await;
+                    for p in &act.problems {
+                        tracing::warn!(
+                            plugin = p.plugin.as_deref().unwrap_or(""),
+                            code = p.code,
+                            "{}",
+                            p.message
+                        );
+                    }
+                }
+                match events.recv().await {
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        })
+    }
+}

@@ -54,6 +54,15 @@ fn stamp(m: &std::fs::Metadata, now: i64) -> Option<String> {
 /// Checks `install` against its file list; with `approved`, the list must have that digest.
 /// Err names the first file that differs, in words for the person.
 pub fn verify(install: &Path, approved: Option<&str>) -> Result<(), String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(i64::MAX);
+    verify_at(install, approved, now)
+}
+
+/// `verify` as if the clock read `now` (seconds since the epoch).
+fn verify_at(install: &Path, approved: Option<&str>, now: i64) -> Result<(), String> {
     let (digest, list) = berth_discovery::prepared::read(install).ok_or_else(|| {
         format!(
             "{} has no file list of what was prepared",
@@ -78,10 +87,6 @@ pub fn verify(install: &Path, approved: Option<&str>) -> Result<(), String> {
     };
     let on_disk = berth_discovery::prepared::files(install)
         .map_err(|e| format!("cannot read {}: {e}", install.display()))?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(i64::MAX);
     for (rel, path, meta) in &on_disk {
         let Some(want) = list.files.get(rel) else {
             return Err(format!(
@@ -147,53 +152,70 @@ mod tests {
         dir
     }
 
-    fn list_entry(install: &Path) -> String {
-        berth_discovery::prepared::read(install).unwrap().1.files["node_modules/a/index.js"].clone()
+    /// Writes `entries` (file key → digest) as the remembered stamps, each with the file's
+    /// stamp as it is now (as if hashed long ago).
+    fn remember(install: &Path, list: &str, entries: &[(&str, &str)]) {
+        let mut s = Stamps {
+            list: list.to_string(),
+            files: BTreeMap::new(),
+        };
+        for (key, digest) in entries {
+            let meta = std::fs::metadata(install.join(key)).unwrap();
+            let st = stamp(&meta, i64::MAX).expect("an old enough stamp");
+            s.files.insert(key.to_string(), (st, digest.to_string()));
+        }
+        std::fs::write(install.join(STAMPS), serde_json::to_vec(&s).unwrap()).unwrap();
     }
 
     #[test]
-    fn a_changed_added_or_removed_file_fails_the_check_even_with_stamps_remembered() {
+    fn a_remembered_stamp_stands_for_the_bytes_only_while_the_file_is_untouched() {
         let dir = install();
-        let digest = berth_discovery::prepared::list_digest(dir.path()).unwrap();
-        verify(dir.path(), Some(&digest)).unwrap();
-        // A file just written is not remembered; one whose status is older is.
-        let remembered = || -> usize {
-            let s: Stamps =
-                serde_json::from_slice(&std::fs::read(dir.path().join(STAMPS)).unwrap()).unwrap();
-            s.files.len()
-        };
-        assert_eq!(remembered(), 0);
-        let old = stamp(
-            &std::fs::metadata(dir.path().join("node_modules/a/index.js")).unwrap(),
-            i64::MAX,
-        );
-        assert!(old.is_some());
-        let mut s: Stamps =
-            serde_json::from_slice(&std::fs::read(dir.path().join(STAMPS)).unwrap()).unwrap();
-        s.files.insert(
-            "node_modules/a/index.js".into(),
-            (old.unwrap(), list_entry(dir.path())),
-        );
-        std::fs::write(dir.path().join(STAMPS), serde_json::to_vec(&s).unwrap()).unwrap();
-        verify(dir.path(), Some(&digest)).unwrap();
+        let list = berth_discovery::prepared::list_digest(dir.path()).unwrap();
+        let key = "node_modules/a/index.js";
+        verify(dir.path(), Some(&list)).unwrap();
         assert!(verify(dir.path(), Some("sha256:other"))
             .unwrap_err()
             .contains("not the one that was approved"));
-
-        let entry = dir.path().join("node_modules/a/index.js");
-        std::fs::write(&entry, "export default 2").unwrap();
-        assert!(verify(dir.path(), Some(&digest))
+        // A file written just now is not remembered (its change time may not move again).
+        let s: Stamps =
+            serde_json::from_slice(&std::fs::read(dir.path().join(STAMPS)).unwrap()).unwrap();
+        assert!(s.files.is_empty());
+        // An hour later, the file's stamp is old enough to be trusted.
+        let later = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            + 3600;
+        // Positive control: a remembered stamp is trusted without hashing — remembered with a
+        // wrong digest, the untouched file is reported changed.
+        remember(dir.path(), &list, &[(key, "sha256:not-its-bytes")]);
+        assert!(verify_at(dir.path(), Some(&list), later)
             .unwrap_err()
             .contains("index.js changed"));
-        std::fs::write(&entry, "export default 1").unwrap();
-        verify(dir.path(), Some(&digest)).unwrap();
+        // Remembered with its right digest, then rewritten (same size): the stamp no longer
+        // matches, the bytes are hashed, and the change is found.
+        let right = berth_discovery::prepared::read(dir.path()).unwrap().1.files[key].clone();
+        remember(dir.path(), &list, &[(key, &right)]);
+        verify_at(dir.path(), Some(&list), later).unwrap();
+        // Past the clock's coarse tick, so the rewrite moves the change time (what the two
+        // seconds of `stamp` guard against in real use).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::write(dir.path().join(key), "export default 2").unwrap();
+        assert!(verify_at(dir.path(), Some(&list), later)
+            .unwrap_err()
+            .contains("index.js changed"));
+    }
 
+    #[test]
+    fn a_file_added_or_removed_fails_the_check() {
+        let dir = install();
         std::fs::write(dir.path().join("node_modules/a/extra.js"), "").unwrap();
         assert!(verify(dir.path(), None)
             .unwrap_err()
             .contains("extra.js was added"));
         std::fs::remove_file(dir.path().join("node_modules/a/extra.js")).unwrap();
-        std::fs::remove_file(&entry).unwrap();
+        verify(dir.path(), None).unwrap();
+        std::fs::remove_file(dir.path().join("node_modules/a/index.js")).unwrap();
         assert!(verify(dir.path(), None)
             .unwrap_err()
             .contains("index.js was removed"));

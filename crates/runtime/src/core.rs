@@ -190,10 +190,15 @@ impl Core {
         self.project.value(info).await
     }
 
-    /// A scan that reads the bytes as they are now (no cache), including prepared packages.
-    pub(crate) fn fresh_scan(&self) -> berth_discovery::Discovery {
+    /// A scanner that sees the prepared packages and resolves imports by the backend's rules.
+    pub(crate) fn scanner(&self) -> Scanner {
         Scanner::with_packages(self.options.packages_dir())
             .resolving_for(approval::backend_for(&self.runtimes).resolve_rules())
+    }
+
+    /// A scan that reads the bytes as they are now (no cache), including prepared packages.
+    pub(crate) fn fresh_scan(&self) -> berth_discovery::Discovery {
+        self.scanner()
             .scan(&self.options.env, &self.options.project)
     }
 

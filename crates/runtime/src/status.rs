@@ -30,10 +30,7 @@ pub(crate) struct Status {
 
 impl Status {
     pub(crate) fn new(core: Arc<Core>, world: Arc<World>, catalog: Arc<Catalog>) -> Status {
-        let resolve_as = approval::backend_for(&core.runtimes).resolve_rules();
-        let scanner = Mutex::new(
-            Scanner::with_packages(core.options.packages_dir()).resolving_for(resolve_as),
-        );
+        let scanner = Mutex::new(core.scanner());
         Status {
             core,
             world,

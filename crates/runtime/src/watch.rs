@@ -15,6 +15,9 @@ use crate::berth::Berth;
 /// Quiet time after the last file event before a rescan.
 pub const DEBOUNCE: Duration = Duration::from_millis(60);
 
+/// The longest a burst of file events holds a rescan back.
+pub const DEBOUNCE_MAX: Duration = Duration::from_millis(500);
+
 /// Stops the watcher when dropped.
 pub struct WatchHandle {
     stop: Option<mpsc::Sender<()>>,
@@ -70,9 +73,16 @@ pub fn watch(berth: Berth) -> notify::Result<WatchHandle> {
             while let Ok(msg) = rx.recv() {
                 let Msg::Fs(first) = msg else { break };
                 let mut changed: Vec<(PathBuf, &'static str)> = first;
-                // Debounce: wait until the burst is over.
+                // Debounce: wait until the burst is over — but never longer than
+                // `DEBOUNCE_MAX`, or a file written without pause (a plugin's log, a ticker)
+                // would hold back every rescan, decisions from other processes included.
+                let burst_started = std::time::Instant::now();
                 loop {
-                    match rx.recv_timeout(DEBOUNCE) {
+                    let left = DEBOUNCE_MAX.saturating_sub(burst_started.elapsed());
+                    if left.is_zero() {
+                        break;
+                    }
+                    match rx.recv_timeout(DEBOUNCE.min(left)) {
                         Ok(Msg::Fs(more)) => {
                             changed.extend(more);
                             continue;

@@ -160,12 +160,8 @@ impl PluginCalls {
                     message: bounded(message, MESSAGE_CHARS),
                     variant: variant.to_string(),
                 };
-                {
-                    let mut w = self.world.state();
-                    w.notices.push_back(notice.clone());
-                    while w.notices.len() > NOTICES_KEPT {
-                        w.notices.pop_front();
-                    }
+                if !self.world.state().push_notice(notice.clone()) {
+                    return data(json!(true));
                 }
                 self.core.publish_world();
                 self.catalog.emit_event(
@@ -396,17 +392,10 @@ impl PluginCalls {
                 asked_at_ms: now_ms(),
             };
             let (tx, rx) = oneshot::channel();
-            let opened = {
-                let mut w = self.world.state();
-                if !w.prompts_enabled {
-                    Err(DecidedBy::NoPrompt)
-                } else if w.prompts.len() >= PROMPTS_OPEN {
-                    Err(DecidedBy::Overloaded)
-                } else {
-                    w.prompts.insert(id.clone(), OpenPrompt { view, reply: tx });
-                    Ok(())
-                }
-            };
+            let opened = self
+                .world
+                .state()
+                .open_prompt(id.clone(), OpenPrompt { view, reply: tx });
             match opened {
                 Err(why) => decided_by = why,
                 Ok(()) => {

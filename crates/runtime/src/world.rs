@@ -80,6 +80,9 @@ pub struct WorldState {
     pub(crate) warned: ReportedOnce,
     /// Log lines plugins may still write now, per plugin.
     pub(crate) log_budget: LogBudget,
+    /// Plugins withdrawn since they last loaded: a toast or prompt still on its way from one
+    /// (sent just before its host stopped) is not put before the person.
+    withdrawn: HashSet<String>,
 }
 
 /// Text a plugin sends, cut to a size the page and the log can carry (D-029).
@@ -194,6 +197,7 @@ impl WorldState {
     /// Takes back what `plugins` put before the person (their toasts; their open prompts are
     /// rejected, ending the calls that wait on them). Returns whether anything went.
     pub(crate) fn withdraw(&mut self, plugins: &[String]) -> bool {
+        self.withdrawn.extend(plugins.iter().cloned());
         let before = (self.notices.len(), self.prompts.len());
         self.notices.retain(|n| !plugins.contains(&n.plugin));
         let gone: Vec<String> = self
@@ -208,6 +212,37 @@ impl WorldState {
             }
         }
         before != (self.notices.len(), self.prompts.len())
+    }
+
+    /// `plugin` loads again: what it sends is put before the person again.
+    pub(crate) fn readmit(&mut self, plugin: &str) {
+        self.withdrawn.remove(plugin);
+    }
+
+    /// Puts a toast before the person (the newest [`NOTICES_KEPT`]); false, and nothing
+    /// shown, when its plugin was withdrawn.
+    pub(crate) fn push_notice(&mut self, notice: Notice) -> bool {
+        if self.withdrawn.contains(&notice.plugin) {
+            return false;
+        }
+        self.notices.push_back(notice);
+        while self.notices.len() > NOTICES_KEPT {
+            self.notices.pop_front();
+        }
+        true
+    }
+
+    /// Opens a permission prompt, or says why it cannot be: nobody can answer here, too many
+    /// are open, or its plugin was withdrawn (then nobody is asked: the call ends as headless).
+    pub(crate) fn open_prompt(&mut self, id: String, prompt: OpenPrompt) -> Result<(), DecidedBy> {
+        if !self.prompts_enabled || self.withdrawn.contains(&prompt.view.plugin) {
+            Err(DecidedBy::NoPrompt)
+        } else if self.prompts.len() >= PROMPTS_OPEN {
+            Err(DecidedBy::Overloaded)
+        } else {
+            self.prompts.insert(id, prompt);
+            Ok(())
+        }
     }
 
     pub(crate) fn notices(&self) -> Vec<Notice> {
@@ -254,7 +289,7 @@ impl World {
 
 #[cfg(test)]
 mod tests {
-    use super::LogBudget;
+    use super::*;
     use std::time::{Duration, Instant};
 
     /// Ten plugins each trying a 2 KB line ten times a second for an hour write at most what
@@ -290,5 +325,61 @@ mod tests {
             quiet >= 50,
             "the quiet plugin got through {quiet} of 60 times"
         );
+    }
+
+    fn notice(plugin: &str) -> Notice {
+        Notice {
+            at_ms: 0,
+            plugin: plugin.into(),
+            title: None,
+            message: "hello".into(),
+            variant: "info".into(),
+        }
+    }
+
+    #[test]
+    fn a_toast_or_prompt_still_on_its_way_from_a_withdrawn_plugin_is_not_shown() {
+        let mut w = WorldState {
+            prompts_enabled: true,
+            ..WorldState::default()
+        };
+        assert!(w.push_notice(notice("p")));
+        assert!(w.withdraw(&["p".to_string()]));
+        assert!(w.notices().is_empty());
+        // Sent just before its host stopped, arriving after the withdrawal.
+        assert!(!w.push_notice(notice("p")));
+        assert!(w.push_notice(notice("q")), "a neighbour's toast is shown");
+        let (tx, _rx) = oneshot::channel();
+        let view = PromptView {
+            id: "x".into(),
+            plugin: "p".into(),
+            tool: "t".into(),
+            call_id: "c".into(),
+            permission: "edit".into(),
+            patterns: vec![],
+            always: vec![],
+            title: String::new(),
+            plugin_answer: berth_store::PermissionLevel::Ask,
+            cap: berth_store::PermissionLevel::Ask,
+            asked_at_ms: 0,
+        };
+        assert!(matches!(
+            w.open_prompt(
+                "x".into(),
+                OpenPrompt {
+                    view: view.clone(),
+                    reply: tx
+                }
+            ),
+            Err(DecidedBy::NoPrompt)
+        ));
+        // Loaded again: what it sends is shown again.
+        w.readmit("p");
+        assert!(w.push_notice(notice("p")));
+        let (tx, _rx) = oneshot::channel();
+        assert!(w
+            .open_prompt("x".into(), OpenPrompt { view, reply: tx })
+            .is_ok());
+        assert_eq!(w.prompt_views().len(), 1);
     }
 }

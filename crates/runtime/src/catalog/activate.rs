@@ -381,6 +381,8 @@ impl Catalog {
             if already {
                 continue;
             }
+            // What it sends while it loads is shown again, even if it was withdrawn before.
+            self.world.state().readmit(&id);
             #[cfg(debug_assertions)]
             pause_before_load(&source.entry).await;
             let loading = if source.kind != SourceKind::StandaloneTool {

@@ -277,9 +277,21 @@ fn an_npm_older_than_10_is_refused_with_the_way_out() {
         .unwrap();
     assert!(ok.success(), "npm 9 could not be installed for the test");
     let npm9 = old.join("node_modules/.bin/npm");
+    let marker = s.root.path().join("MARKER");
     assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    // Where Berth prepares this source: `<packages>/<name@request>/node_modules/<package>`.
+    let (_, v) = run(&s, &["sources"]);
+    let npm = &source(&v, "postinstall-marker")["npm"];
+    let (name, request) = (
+        npm["name"].as_str().unwrap(),
+        npm["request"].as_str().unwrap(),
+    );
+    let packages = s.data_dir().join("packages");
+    let prepared = berth_discovery::npm_install_dir(&packages, name, request)
+        .join("node_modules/berth-fixture-postinstall-marker/package.json");
     let mut cmd = s.berth(&["tools", "--json"]);
-    cmd.env("BERTH_NPM", &npm9);
+    cmd.env("BERTH_NPM", &npm9)
+        .env("BERTH_TEST_MARKER", &marker);
     let (_, v) = parse_json_output(&cmd.output().unwrap());
     let problem = v["problems"].to_string();
     assert!(
@@ -288,11 +300,20 @@ fn an_npm_older_than_10_is_refused_with_the_way_out() {
             && problem.contains("scripts/setup"),
         "{v}"
     );
-    assert!(!s
-        .data_dir()
-        .join("packages")
-        .join("postinstall-marker")
-        .exists());
+    // Refused before anything was installed: no package was prepared, no install script ran.
+    assert!(!prepared.exists(), "npm 9 prepared {}", prepared.display());
+    assert!(!marker.exists(), "an install script ran under npm 9");
+    // Positive control: with the machine's npm the same source is prepared at that very path
+    // (so the check above looks where a prepared package would be), scripts still off.
+    let (code, v) = run(&s, &["tools"]);
+    assert_eq!(code, 0, "{v}");
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&prepared)
+            .unwrap_or_else(|e| panic!("not prepared at {}: {e}: {v}", prepared.display())),
+    )
+    .unwrap();
+    assert_eq!(manifest["name"], "berth-fixture-postinstall-marker");
+    assert!(!marker.exists(), "an install script ran");
 }
 
 /// A prepared install loads natively, so before every load it is checked against the file list

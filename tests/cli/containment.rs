@@ -201,7 +201,12 @@ fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
 #[test]
 fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     let s = Sandbox::new();
-    let ticks = s.root.path().join("ticks");
+    // The ticks go outside the sandbox: Berth watches its root (the nearest existing folder of
+    // the config folders that do not exist), and a file written there every 10 ms keeps the
+    // watcher's debounce from ever ending, so the denial below would never be rescanned (a
+    // defect of the watcher, not what this test is about).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let ticks = elsewhere.path().join("ticks");
     hostile(
         &s,
         "held-keeps-trying.ts",
@@ -259,6 +264,26 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     );
     let v = status_of(&srv);
     assert!(!v["notices"].to_string().contains(&held));
+    assert_eq!(source(&v, "innocent.ts")["state"], "active");
+    // Held, it is stopped before its timer's first tick or soon after, so the file alone
+    // cannot tell a stopped timer from one that never reaches it. Approved by name (with the
+    // tool its first load revealed), it runs: the same timer does tick into the same file and
+    // its toasts are served; denied then, its timer stops.
+    assert_eq!(s.run_json(&["approve", &held]).0, 0);
+    let ticked = |v: &serde_json::Value| {
+        source(v, "held.ts")["state"] == "active"
+            && std::fs::metadata(&ticks).map_or(0, |m| m.len()) > written
+            && v["notices"].to_string().contains(&held)
+    };
+    wait_for(&srv, "its timer to tick and its toasts to show", ticked);
+    assert_eq!(s.run_json(&["deny", &held]).0, 0);
+    let v = wait_for(&srv, "the denial of the running plugin", |v| {
+        source(v, "held.ts")["state"] == "disabled"
+    });
+    let running = settle("denied while running");
+    assert!(running > written, "{running} ticks, {written} before");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(std::fs::metadata(&ticks).map_or(0, |m| m.len()), running);
     assert_eq!(source(&v, "innocent.ts")["state"], "active");
 }
 

@@ -338,6 +338,15 @@ async fn a_revoked_source_stops_at_once_even_mid_call() {
             while host.in_flight() == 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            // Its timer runs (so its stopping below means something).
+            let deadline = std::time::Instant::now() + Duration::from_secs(2);
+            while std::fs::metadata(&ticks).map_or(0, |m| m.len()) == 0 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the timer never ticked"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             let ids: Vec<String> = berth
                 .status()
                 .sources
@@ -379,6 +388,7 @@ async fn a_revoked_source_stops_at_once_even_mid_call() {
         host.pid
     );
     let written = std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+    assert!(written > 0, "the timer never ticked");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
         std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0),

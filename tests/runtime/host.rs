@@ -675,6 +675,24 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
         .await
         .unwrap();
     assert_eq!(out["order"], serde_json::json!(["a", "b", "c"]));
+    // Positive control: sharing the host again, the same call's data is what the spy sees, so
+    // its not seeing it above was the own host's doing.
+    let r = berth
+        .invoke(
+            "keeps_secret",
+            serde_json::json!({ "secret": "CANARY-own-host-1f" }),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(r.output.as_deref().unwrap().starts_with("sealed"), "{r:?}");
+    assert!(
+        std::fs::read_to_string(&spy)
+            .unwrap_or_default()
+            .contains("CANARY-own-host-1f"),
+        "the spy does not see a shared neighbour's data: the test proves nothing"
+    );
     berth.shutdown_hosts().await;
 }
 

@@ -322,6 +322,18 @@ fn a_client_that_disconnects_mid_call_has_a_blocked_tool_stopped() {
         v["tools"].as_array().is_some_and(|t| !t.is_empty()) && v["hosts"][0]["pid"].is_u64()
     });
     let pid = v["hosts"][0]["pid"].as_u64().unwrap();
+    // CPU time the host has used, in clock ticks (utime + stime of /proc/<pid>/stat).
+    let cpu = || -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let idle = cpu();
     let body = r#"{"tool":"faults_spins","args":{},"timeout_ms":30000}"#;
     let mut stream = TcpStream::connect(&srv.addr).unwrap();
     write!(
@@ -332,7 +344,18 @@ fn a_client_that_disconnects_mid_call_has_a_blocked_tool_stopped() {
         body.len()
     )
     .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The tool runs once the idle host burns CPU: a fifth of a second of it (only the spin
+    // does that; an idle host uses next to none).
+    // SAFETY: sysconf only reads a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while cpu() < idle + hz / 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the spinning tool never ran in its host"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     drop(stream);
     let gone_at = std::time::Instant::now();
     let alive = |pid: u64| {

@@ -356,7 +356,12 @@ fn a_detached_child_of_a_blocked_host_never_outlives_the_timeout() {
             .trim()
             .parse()
             .unwrap();
-        // The CLI has exited: whatever it left behind is left for good.
+        // The CLI has exited: whatever it left behind is left for good. A kill already sent
+        // lands within moments; a child still there after half a second survived.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         if alive(pid) {
             survivors.push(pid);
             // SAFETY: cleaning up after a failed run.

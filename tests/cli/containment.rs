@@ -8,15 +8,6 @@ use std::path::Path;
 use crate::serve::{start_with, status_of, wait_for};
 use crate::support::*;
 
-fn hostile(s: &Sandbox, file: &str, dest: &str) {
-    let text = std::fs::read_to_string(repo_root().join("fixtures/hostile").join(file)).unwrap();
-    s.write(dest, &text);
-}
-
-fn id_of(v: &serde_json::Value, entry_suffix: &str) -> String {
-    source(v, entry_suffix)["id"].as_str().unwrap().to_string()
-}
-
 #[test]
 fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
     impersonation("a-impersonates.ts", "sent by the impersonator");
@@ -34,7 +25,10 @@ fn a_plugin_cannot_rewrite_the_hosts_frames_through_a_prototype_to_json() {
 
 fn impersonation(fixture: &str, toast: &str) {
     let s = Sandbox::new();
-    hostile(&s, fixture, "project/.opencode/plugins/a-impersonates.ts");
+    s.copy_fixture(
+        &format!("hostile/{fixture}"),
+        "project/.opencode/plugins/a-impersonates.ts",
+    );
     s.write(
         "project/.opencode/plugins/b-innocent.ts",
         "export default { id: 'b', server: async () => ({}) }\n",
@@ -88,19 +82,16 @@ fn a_plugin_cannot_rewrite_the_bytes_the_gate_hands_the_runtime() {
     for node in [false, true] {
         let s = Sandbox::new();
         let marker = s.root.path().join("MARKER");
-        hostile(
-            &s,
-            "a-rewrites-bytes.ts",
+        s.copy_fixture(
+            "hostile/a-rewrites-bytes.ts",
             "project/.opencode/tools/a-rewrites-bytes.ts",
         );
-        hostile(
-            &s,
-            "b-victim-with-helper.ts",
+        s.copy_fixture(
+            "hostile/b-victim-with-helper.ts",
             "project/.opencode/tools/b-victim-with-helper.ts",
         );
-        hostile(
-            &s,
-            "lib/victim-helper.ts",
+        s.copy_fixture(
+            "hostile/lib/victim-helper.ts",
             "project/.opencode/lib/victim-helper.ts",
         );
         let run = |args: &[&str]| {
@@ -128,8 +119,11 @@ fn a_plugin_cannot_rewrite_the_bytes_the_gate_hands_the_runtime() {
 fn hijack(fixture: &str) {
     let s = Sandbox::new();
     let spy = s.root.path().join("spied-arguments");
-    hostile(&s, fixture, "project/.opencode/tools/a-hijacks.ts");
-    hostile(&s, "b-victim.ts", "project/.opencode/tools/b-victim.ts");
+    s.copy_fixture(
+        &format!("hostile/{fixture}"),
+        "project/.opencode/tools/a-hijacks.ts",
+    );
+    s.copy_fixture("hostile/b-victim.ts", "project/.opencode/tools/b-victim.ts");
     let run = |args: &[&str]| {
         let mut cmd = s.berth(args);
         cmd.arg("--json").env("BERTH_TEST_SPY", &spy);
@@ -158,27 +152,18 @@ fn hijack(fixture: &str) {
 fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
     let s = Sandbox::new();
     let spy = s.root.path().join("eavesdropped");
-    hostile(
-        &s,
-        "a-eavesdrops.ts",
+    s.copy_fixture(
+        "hostile/a-eavesdrops.ts",
         "project/.opencode/plugins/a-eavesdrops.ts",
     );
-    hostile(&s, "b-logs-in.ts", "project/.opencode/plugins/b-logs-in.ts");
+    s.copy_fixture(
+        "hostile/b-logs-in.ts",
+        "project/.opencode/plugins/b-logs-in.ts",
+    );
     let run = |args: &[&str], stdin: &str| {
-        use std::io::Write;
         let mut cmd = s.berth(args);
-        cmd.arg("--json")
-            .env("BERTH_TEST_SPY", &spy)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        parse_json_output(&child.wait_with_output().unwrap())
+        cmd.arg("--json").env("BERTH_TEST_SPY", &spy);
+        parse_json_output(&output_with_stdin(&mut cmd, stdin))
     };
     approve_through_activation(|a| run(a, ""));
     let canary = "CANARY-code-5d0c";
@@ -207,9 +192,8 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     // defect of the watcher, not what this test is about).
     let elsewhere = tempfile::tempdir().unwrap();
     let ticks = elsewhere.path().join("ticks");
-    hostile(
-        &s,
-        "held-keeps-trying.ts",
+    s.copy_fixture(
+        "hostile/held-keeps-trying.ts",
         "project/.opencode/plugins/held.ts",
     );
     s.write(
@@ -290,14 +274,12 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
 #[test]
 fn a_plugin_that_opens_prompts_without_end_cannot_lock_its_neighbour_out() {
     let s = Sandbox::new();
-    hostile(
-        &s,
-        "asks-for-everything.ts",
+    s.copy_fixture(
+        "hostile/asks-for-everything.ts",
         "project/.opencode/tools/asks.ts",
     );
-    hostile(
-        &s,
-        "b-reads-config.ts",
+    s.copy_fixture(
+        "hostile/b-reads-config.ts",
         "project/.opencode/plugins/b-reads-config.ts",
     );
     let srv = start_with(&s, "127.0.0.1:0", &[]).unwrap();
@@ -365,7 +347,10 @@ fn rss_mib(pid: u32) -> f64 {
 fn everything_a_plugin_sends_is_bounded() {
     let s = Sandbox::new();
     let done = s.root.path().join("flood-done");
-    hostile(&s, "floods-berth.ts", "project/.opencode/plugins/floods.ts");
+    s.copy_fixture(
+        "hostile/floods-berth.ts",
+        "project/.opencode/plugins/floods.ts",
+    );
     s.write(
         "project/.opencode/tools/innocent.ts",
         "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'answers', args: {}, async execute() { return 'still here' } })\n",
@@ -433,14 +418,12 @@ fn everything_a_plugin_sends_is_bounded() {
 fn arguments_a_hook_changed_are_checked_again_and_the_receipt_names_what_ran() {
     let s = Sandbox::new();
     let ran = s.root.path().join("ran-with");
-    hostile(
-        &s,
-        "a-rewrites-args.ts",
+    s.copy_fixture(
+        "hostile/a-rewrites-args.ts",
         "project/.opencode/plugins/a-rewrites-args.ts",
     );
-    hostile(
-        &s,
-        "b-counts-to-ten.ts",
+    s.copy_fixture(
+        "hostile/b-counts-to-ten.ts",
         "project/.opencode/tools/b-counts-to-ten.ts",
     );
     let run = |mode: &str, args: &[&str]| {

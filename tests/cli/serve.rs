@@ -268,9 +268,10 @@ fn a_cli_approval_activates_in_the_running_server_and_a_denial_withdraws() {
 #[test]
 fn revoking_while_the_import_runs_registers_nothing_and_stops_its_host() {
     let s = Sandbox::new();
-    let text =
-        std::fs::read_to_string(repo_root().join("fixtures/plugins/waits-for-release.ts")).unwrap();
-    s.write("project/.opencode/plugins/waits.ts", &text);
+    s.copy_fixture(
+        "plugins/waits-for-release.ts",
+        "project/.opencode/plugins/waits.ts",
+    );
     let release = s.root.path().join("release");
     let srv = start_with(
         &s,
@@ -314,8 +315,7 @@ fn revoking_while_the_import_runs_registers_nothing_and_stops_its_host() {
 #[test]
 fn a_client_that_disconnects_mid_call_has_a_blocked_tool_stopped() {
     let s = Sandbox::new();
-    let faults = std::fs::read_to_string(repo_root().join("fixtures/tools/faults.ts")).unwrap();
-    s.write("project/.opencode/tools/faults.ts", &faults);
+    s.copy_fixture("tools/faults.ts", "project/.opencode/tools/faults.ts");
     let srv = start(&s, "127.0.0.1:0").unwrap();
     assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
     let v = wait_for(&srv, "the tools", |v| {
@@ -358,12 +358,7 @@ fn a_client_that_disconnects_mid_call_has_a_blocked_tool_stopped() {
     }
     drop(stream);
     let gone_at = std::time::Instant::now();
-    let alive = |pid: u64| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
-            .unwrap_or(false)
-    };
-    while alive(pid) {
+    while alive(pid as u32) {
         assert!(
             gone_at.elapsed() < std::time::Duration::from_millis(750),
             "the blocked host still runs {:?} after its client went away",

@@ -95,7 +95,7 @@ fn deny_disables_and_another_backend_is_another_key() {
     let s = Sandbox::new();
     s.write(PLUGIN, &plugin_text(""));
     let (_, v) = s.run_json(&["sources"]);
-    let id = source(&v, "p.ts")["id"].as_str().unwrap().to_string();
+    let id = id_of(&v, "p.ts");
     let (code, v) = s.run_json(&["deny", &id]);
     assert_eq!(code, 0);
     assert_schema("deny", &v);
@@ -129,7 +129,7 @@ fn an_unknown_id_fails_before_anything_is_recorded() {
     let s = Sandbox::new();
     s.write(PLUGIN, &plugin_text(""));
     let (_, v) = s.run_json(&["sources"]);
-    let id = source(&v, "p.ts")["id"].as_str().unwrap().to_string();
+    let id = id_of(&v, "p.ts");
     let (code, v) = s.run_json(&["approve", &id, "plugin-nope-00000000"]);
     assert_eq!(code, 1);
     assert_schema("error", &v);
@@ -160,7 +160,7 @@ fn a_global_source_is_asked_once_and_a_project_may_override() {
     // The same global plugin in another project: already decided.
     let (_, v) = in_other(&["sources"]);
     assert_eq!(source(&v, "g.ts")["approval"]["decision"], "allow");
-    let id = source(&v, "g.ts")["id"].as_str().unwrap().to_string();
+    let id = id_of(&v, "g.ts");
 
     // The other project turns it off for itself only.
     let (code, _) = in_other(&["deny", &id, "--this-project"]);

@@ -86,12 +86,7 @@ fn a_50_mb_file_is_hashed_not_parsed_and_the_rest_is_listed() {
     assert_eq!(code, 0);
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert_schema("sources", &v);
-    let huge_src = v["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["entry"].as_str().unwrap().ends_with("huge.ts"))
-        .unwrap();
+    let huge_src = source(&v, "huge.ts");
     assert_eq!(huge_src["capabilities"]["analysis_incomplete"], true);
     assert!(diagnostics(&v)
         .iter()

@@ -79,9 +79,9 @@ fn every_sdk_client_method_works_or_answers_a_stable_unsupported_error() {
 
     let canary = "CANARY-5d0c-client-auth-set";
     let s = Sandbox::new();
-    s.write(
+    s.copy_fixture(
+        "plugins/client-inventory.ts",
         "project/.opencode/plugins/client-inventory.ts",
-        &std::fs::read_to_string(repo_root().join("fixtures/plugins/client-inventory.ts")).unwrap(),
     );
     let out = s.root.path().join("client.json");
     let list = serde_json::to_string(&methods).unwrap();

@@ -8,15 +8,6 @@ use std::path::Path;
 use crate::serve::{start_with, status_of, wait_for};
 use crate::support::*;
 
-fn hostile(s: &Sandbox, file: &str, dest: &str) {
-    let text = std::fs::read_to_string(repo_root().join("fixtures/hostile").join(file)).unwrap();
-    s.write(dest, &text);
-}
-
-fn id_of(v: &serde_json::Value, entry_suffix: &str) -> String {
-    source(v, entry_suffix)["id"].as_str().unwrap().to_string()
-}
-
 #[test]
 fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
     impersonation("a-impersonates.ts", "sent by the impersonator");
@@ -34,7 +25,10 @@ fn a_plugin_cannot_rewrite_the_hosts_frames_through_a_prototype_to_json() {
 
 fn impersonation(fixture: &str, toast: &str) {
     let s = Sandbox::new();
-    hostile(&s, fixture, "project/.opencode/plugins/a-impersonates.ts");
+    s.copy_fixture(
+        &format!("hostile/{fixture}"),
+        "project/.opencode/plugins/a-impersonates.ts",
+    );
     s.write(
         "project/.opencode/plugins/b-innocent.ts",
         "export default { id: 'b', server: async () => ({}) }\n",
@@ -88,19 +82,16 @@ fn a_plugin_cannot_rewrite_the_bytes_the_gate_hands_the_runtime() {
     for node in [false, true] {
         let s = Sandbox::new();
         let marker = s.root.path().join("MARKER");
-        hostile(
-            &s,
-            "a-rewrites-bytes.ts",
+        s.copy_fixture(
+            "hostile/a-rewrites-bytes.ts",
             "project/.opencode/tools/a-rewrites-bytes.ts",
         );
-        hostile(
-            &s,
-            "b-victim-with-helper.ts",
+        s.copy_fixture(
+            "hostile/b-victim-with-helper.ts",
             "project/.opencode/tools/b-victim-with-helper.ts",
         );
-        hostile(
-            &s,
-            "lib/victim-helper.ts",
+        s.copy_fixture(
+            "hostile/lib/victim-helper.ts",
             "project/.opencode/lib/victim-helper.ts",
         );
         let run = |args: &[&str]| {
@@ -128,8 +119,11 @@ fn a_plugin_cannot_rewrite_the_bytes_the_gate_hands_the_runtime() {
 fn hijack(fixture: &str) {
     let s = Sandbox::new();
     let spy = s.root.path().join("spied-arguments");
-    hostile(&s, fixture, "project/.opencode/tools/a-hijacks.ts");
-    hostile(&s, "b-victim.ts", "project/.opencode/tools/b-victim.ts");
+    s.copy_fixture(
+        &format!("hostile/{fixture}"),
+        "project/.opencode/tools/a-hijacks.ts",
+    );
+    s.copy_fixture("hostile/b-victim.ts", "project/.opencode/tools/b-victim.ts");
     let run = |args: &[&str]| {
         let mut cmd = s.berth(args);
         cmd.arg("--json").env("BERTH_TEST_SPY", &spy);
@@ -158,27 +152,18 @@ fn hijack(fixture: &str) {
 fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
     let s = Sandbox::new();
     let spy = s.root.path().join("eavesdropped");
-    hostile(
-        &s,
-        "a-eavesdrops.ts",
+    s.copy_fixture(
+        "hostile/a-eavesdrops.ts",
         "project/.opencode/plugins/a-eavesdrops.ts",
     );
-    hostile(&s, "b-logs-in.ts", "project/.opencode/plugins/b-logs-in.ts");
+    s.copy_fixture(
+        "hostile/b-logs-in.ts",
+        "project/.opencode/plugins/b-logs-in.ts",
+    );
     let run = |args: &[&str], stdin: &str| {
-        use std::io::Write;
         let mut cmd = s.berth(args);
-        cmd.arg("--json")
-            .env("BERTH_TEST_SPY", &spy)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        parse_json_output(&child.wait_with_output().unwrap())
+        cmd.arg("--json").env("BERTH_TEST_SPY", &spy);
+        parse_json_output(&output_with_stdin(&mut cmd, stdin))
     };
     approve_through_activation(|a| run(a, ""));
     let canary = "CANARY-code-5d0c";
@@ -201,10 +186,14 @@ fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
 #[test]
 fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     let s = Sandbox::new();
-    let ticks = s.root.path().join("ticks");
-    hostile(
-        &s,
-        "held-keeps-trying.ts",
+    // The ticks go outside the sandbox: Berth watches its root (the nearest existing folder of
+    // the config folders that do not exist), and a file written there every 10 ms keeps the
+    // watcher's debounce from ever ending, so the denial below would never be rescanned (a
+    // defect of the watcher, not what this test is about).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let ticks = elsewhere.path().join("ticks");
+    s.copy_fixture(
+        "hostile/held-keeps-trying.ts",
         "project/.opencode/plugins/held.ts",
     );
     s.write(
@@ -260,19 +249,37 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     let v = status_of(&srv);
     assert!(!v["notices"].to_string().contains(&held));
     assert_eq!(source(&v, "innocent.ts")["state"], "active");
+    // Held, it is stopped before its timer's first tick or soon after, so the file alone
+    // cannot tell a stopped timer from one that never reaches it. Approved by name (with the
+    // tool its first load revealed), it runs: the same timer does tick into the same file and
+    // its toasts are served; denied then, its timer stops.
+    assert_eq!(s.run_json(&["approve", &held]).0, 0);
+    let ticked = |v: &serde_json::Value| {
+        source(v, "held.ts")["state"] == "active"
+            && std::fs::metadata(&ticks).map_or(0, |m| m.len()) > written
+            && v["notices"].to_string().contains(&held)
+    };
+    wait_for(&srv, "its timer to tick and its toasts to show", ticked);
+    assert_eq!(s.run_json(&["deny", &held]).0, 0);
+    let v = wait_for(&srv, "the denial of the running plugin", |v| {
+        source(v, "held.ts")["state"] == "disabled"
+    });
+    let running = settle("denied while running");
+    assert!(running > written, "{running} ticks, {written} before");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(std::fs::metadata(&ticks).map_or(0, |m| m.len()), running);
+    assert_eq!(source(&v, "innocent.ts")["state"], "active");
 }
 
 #[test]
 fn a_plugin_that_opens_prompts_without_end_cannot_lock_its_neighbour_out() {
     let s = Sandbox::new();
-    hostile(
-        &s,
-        "asks-for-everything.ts",
+    s.copy_fixture(
+        "hostile/asks-for-everything.ts",
         "project/.opencode/tools/asks.ts",
     );
-    hostile(
-        &s,
-        "b-reads-config.ts",
+    s.copy_fixture(
+        "hostile/b-reads-config.ts",
         "project/.opencode/plugins/b-reads-config.ts",
     );
     let srv = start_with(&s, "127.0.0.1:0", &[]).unwrap();
@@ -287,12 +294,13 @@ fn a_plugin_that_opens_prompts_without_end_cannot_lock_its_neighbour_out() {
     });
     let (status, v) = srv.post("invoke", &serde_json::json!({ "tool": "asks", "args": {} }));
     assert_eq!((status, v["output"].as_str()), (200, Some("asked")), "{v}");
-    // Its prompts wait for a person; at most its own share of calls into Berth is open.
-    let v = wait_for(&srv, "its prompts", |v| {
-        v["prompts"].as_array().is_some_and(|p| !p.is_empty())
+    // Its prompts wait for a person; exactly its own share of calls into Berth is open (it
+    // asks for more than that), once the count stops moving.
+    let cap = berth_runtime::host::UPCALL_LIMIT;
+    let open = settled_count(&srv, "its prompts", |v| {
+        v["prompts"].as_array().map_or(0, Vec::len)
     });
-    let open = v["prompts"].as_array().unwrap().len();
-    assert!(open <= 16, "{open} prompts of one plugin are open");
+    assert_eq!(open, cap, "{open} prompts of one plugin are open");
     let (status, v) = srv.post(
         "invoke",
         &serde_json::json!({ "tool": "reads_config", "args": {} }),
@@ -302,6 +310,30 @@ fn a_plugin_that_opens_prompts_without_end_cannot_lock_its_neighbour_out() {
         (200, Some("read the config")),
         "the neighbour was locked out: {v}"
     );
+}
+
+/// The count `of` the served status once it is above zero and has stayed the same for ten
+/// reads in a row (half a second), bounded.
+fn settled_count(
+    srv: &crate::serve::Serving,
+    what: &str,
+    of: impl Fn(&serde_json::Value) -> usize,
+) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (mut last, mut same) = (0, 0);
+    loop {
+        let n = of(&status_of(srv));
+        same = if n == last { same + 1 } else { 0 };
+        last = n;
+        if n > 0 && same >= 10 {
+            return n;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: the count never settled (last {n})"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// RSS of a process, in MiB.
@@ -315,7 +347,10 @@ fn rss_mib(pid: u32) -> f64 {
 fn everything_a_plugin_sends_is_bounded() {
     let s = Sandbox::new();
     let done = s.root.path().join("flood-done");
-    hostile(&s, "floods-berth.ts", "project/.opencode/plugins/floods.ts");
+    s.copy_fixture(
+        "hostile/floods-berth.ts",
+        "project/.opencode/plugins/floods.ts",
+    );
     s.write(
         "project/.opencode/tools/innocent.ts",
         "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'answers', args: {}, async execute() { return 'still here' } })\n",
@@ -341,7 +376,15 @@ fn everything_a_plugin_sends_is_bounded() {
         after - before < 200.0,
         "Berth grew from {before:.1} to {after:.1} MiB"
     );
+    // The flood's toasts are served (so the bound below is checked on something), their
+    // 7 MiB titles cut.
     let notices = status["notices"].as_array().unwrap();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n["title"].as_str().is_some_and(|t| t.starts_with("TTTT"))),
+        "no toast of the flood is served: {notices:?}"
+    );
     assert!(notices
         .iter()
         .all(|n| n["title"].as_str().is_none_or(|t| t.chars().count() <= 201)));
@@ -375,14 +418,12 @@ fn everything_a_plugin_sends_is_bounded() {
 fn arguments_a_hook_changed_are_checked_again_and_the_receipt_names_what_ran() {
     let s = Sandbox::new();
     let ran = s.root.path().join("ran-with");
-    hostile(
-        &s,
-        "a-rewrites-args.ts",
+    s.copy_fixture(
+        "hostile/a-rewrites-args.ts",
         "project/.opencode/plugins/a-rewrites-args.ts",
     );
-    hostile(
-        &s,
-        "b-counts-to-ten.ts",
+    s.copy_fixture(
+        "hostile/b-counts-to-ten.ts",
         "project/.opencode/tools/b-counts-to-ten.ts",
     );
     let run = |mode: &str, args: &[&str]| {

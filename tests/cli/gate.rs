@@ -11,27 +11,15 @@ use std::time::Duration;
 use crate::serve::{start, status_of, wait_for, Serving};
 use crate::support::*;
 
-/// A module's first lines writing `marker` (the evidence that its code ran), or nothing.
-fn writes(marker: Option<&Path>) -> String {
-    marker
-        .map(|m| {
-            format!(
-                "import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\n",
-                m.display().to_string()
-            )
-        })
-        .unwrap_or_default()
-}
-
 /// A tool that answers `ok`; with `marker`, its top level first writes that file.
 fn tool(marker: Option<&Path>) -> String {
-    let write = writes(marker);
+    let write = writes_marker(marker);
     format!("import {{ tool }} from '@opencode-ai/plugin'\n{write}export default tool({{ description: 'answers', args: {{}}, async execute() {{ return 'ok' }} }})\n")
 }
 
 /// A plugin with no contributions; with `marker`, its top level first writes that file.
 fn plugin(marker: Option<&Path>, body: &str) -> String {
-    let write = writes(marker);
+    let write = writes_marker(marker);
     format!("{write}{body}\nexport default {{ id: 'p', server: async () => ({{}}) }}\n")
 }
 
@@ -139,7 +127,7 @@ fn an_approval_of_bytes_that_moved_since_they_were_shown_is_refused() {
     let marker = s.root.path().join("unshown-code-ran");
     let file = s.write("project/.opencode/tools/t.ts", &tool(None));
     let (_, v) = s.run_json(&["sources"]);
-    let id = source(&v, "t.ts")["id"].as_str().unwrap().to_string();
+    let id = id_of(&v, "t.ts");
     let shown = source(&v, "t.ts")["digest"].as_str().unwrap().to_string();
     std::fs::write(&file, tool(Some(&marker))).unwrap();
 
@@ -211,9 +199,7 @@ fn the_file_the_scan_shows_is_the_file_the_runtime_runs() {
     let evil = s.root.path().join("unlisted-code-ran");
     let good = s.root.path().join("listed-code-ran");
     let dir = "project/.opencode/plugins";
-    let write_marker = |m: &Path| {
-        format!("import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\nexport const x = 1\n", m.display().to_string())
-    };
+    let write_marker = |m: &Path| format!("{}export const x = 1\n", writes_marker(Some(m)));
     // `./lib/h`: Bun loads h.tsx before h.ts.
     s.write(&format!("{dir}/a.ts"), &plugin(None, "import './lib/h'"));
     s.write(&format!("{dir}/lib/h.ts"), "export const x = 1\n");
@@ -338,7 +324,13 @@ fn files_outside_the_folder_and_the_config_folders_packages_are_part_of_the_appr
         &format!("{cfg}/deps/evil/package.json"),
         r#"{ "name": "dep", "version": "1.0.0", "type": "module", "main": "index.js" }"#,
     );
-    s.write(&format!("{cfg}/deps/evil/index.js"), &format!("import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\nexport const who = 'evil'\n", marker.display().to_string()));
+    s.write(
+        &format!("{cfg}/deps/evil/index.js"),
+        &format!(
+            "{}export const who = 'evil'\n",
+            writes_marker(Some(&marker))
+        ),
+    );
     let run = |args: &[&str]| {
         let mut cmd = s.berth(args);
         cmd.arg("--json").env("BERTH_TEST_RAN", &ran);
@@ -375,14 +367,7 @@ fn files_outside_the_folder_and_the_config_folders_packages_are_part_of_the_appr
 
     // Editing the outside file is new code; so is pointing the dependency elsewhere, or at an
     // `npm:` alias, even in the person's own global folder.
-    std::fs::write(
-        &helper,
-        format!(
-            "import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\n",
-            marker.display().to_string()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&helper, writes_marker(Some(&marker))).unwrap();
     s.write(
         &format!("{cfg}/package.json"),
         r#"{ "dependencies": { "dep": "file:./deps/evil" } }"#,
@@ -623,8 +608,13 @@ fn the_hosts_environment_holds_no_secret_and_serverurl_calls_name_their_plugin()
 fn another_local_user_cannot_take_over_the_host_channel() {
     // SAFETY: getuid has no failure mode.
     if unsafe { libc::getuid() } != 0 {
-        eprintln!("skipped: creating a second local user needs root (CI runs as root)");
-        return;
+        // A pass here would claim what was never tried: skipping has to be asked for.
+        let why = "creating a second local user needs root (CI runs as root)";
+        if std::env::var_os("BERTH_SKIP_ROOT_TESTS").is_some_and(|v| v == "1") {
+            eprintln!("SKIPPED, as BERTH_SKIP_ROOT_TESTS=1 asks: {why}");
+            return;
+        }
+        panic!("{why}: run the suite as root, or set BERTH_SKIP_ROOT_TESTS=1 to skip this test knowingly");
     }
     let user = "berth-intruder";
     let exists = std::process::Command::new("id")
@@ -692,14 +682,7 @@ fn another_local_user_cannot_take_over_the_host_channel() {
     chown(&old_dir, "0777");
     chown(&xdg, "0777");
     let evil = lair.path().join("evil.mjs");
-    std::fs::write(
-        &evil,
-        format!(
-            "import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\n",
-            marker.display().to_string()
-        ),
-    )
-    .unwrap();
+    std::fs::write(&evil, writes_marker(Some(&marker))).unwrap();
     let script = lair.path().join("intruder.mjs");
     std::fs::write(
         &script,

@@ -16,8 +16,10 @@ enum Backend {
 fn tools_sandbox(backend: Backend, files: &[&str]) -> Sandbox {
     let s = Sandbox::new();
     for f in files {
-        let text = std::fs::read_to_string(repo_root().join("fixtures/tools").join(f)).unwrap();
-        s.write(&format!("project/.opencode/tools/{f}"), &text);
+        s.copy_fixture(
+            &format!("tools/{f}"),
+            &format!("project/.opencode/tools/{f}"),
+        );
     }
     let (code, v) = run(&s, backend, &["approve", "--all"]);
     assert_eq!(code, 0, "{v}");
@@ -51,21 +53,13 @@ fn path_arg(p: &Path) -> String {
     p.display().to_string()
 }
 
-fn alive(pid: u32) -> bool {
-    // A zombie is dead for our purposes; /proc/<pid>/stat state Z.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'))
-        .unwrap_or(false)
-}
-
 #[test]
 fn no_byte_of_a_tool_is_imported_before_approval_and_activation() {
     let s = Sandbox::new();
     let marker = s.root.path().join("MARKER");
-    s.write(
+    s.copy_fixture(
+        "tools/writes-marker-on-import.ts",
         "project/.opencode/tools/marker.ts",
-        &std::fs::read_to_string(repo_root().join("fixtures/tools/writes-marker-on-import.ts"))
-            .unwrap(),
     );
     for step in [&["sources"][..], &["status"], &["tools"]] {
         let (code, _) = run(&s, Backend::Bun, step);
@@ -356,7 +350,12 @@ fn a_detached_child_of_a_blocked_host_never_outlives_the_timeout() {
             .trim()
             .parse()
             .unwrap();
-        // The CLI has exited: whatever it left behind is left for good.
+        // The CLI has exited: whatever it left behind is left for good. A kill already sent
+        // lands within moments; a child still there after half a second survived.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         if alive(pid) {
             survivors.push(pid);
             // SAFETY: cleaning up after a failed run.

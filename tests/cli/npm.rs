@@ -9,9 +9,10 @@ fn npm_sandbox(packages: &[&str], extra_specs: &[&str]) -> Sandbox {
     for p in packages {
         let dir = repo_root().join("fixtures/packages").join(p);
         for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            s.write(
-                &format!("project/vendor/{p}/{}", e.file_name().to_string_lossy()),
-                &std::fs::read_to_string(e.path()).unwrap(),
+            let name = e.file_name().to_string_lossy().into_owned();
+            s.copy_fixture(
+                &format!("packages/{p}/{name}"),
+                &format!("project/vendor/{p}/{name}"),
             );
         }
         specs.push(format!("file:./vendor/{p}"));
@@ -31,20 +32,11 @@ fn run(s: &Sandbox, args: &[&str]) -> (i32, serde_json::Value) {
     parse_json_output(&cmd.output().unwrap())
 }
 
-fn source<'a>(v: &'a serde_json::Value, needle: &str) -> &'a serde_json::Value {
-    v["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["spec"].as_str().unwrap().contains(needle))
-        .unwrap()
-}
-
 #[test]
 fn install_scripts_never_run_and_the_package_is_judged_on_its_bytes() {
     let s = npm_sandbox(&["postinstall-marker"], &[]);
     let (_, v) = run(&s, &["sources"]);
-    let src = source(&v, "postinstall-marker");
+    let src = source_by_spec(&v, "postinstall-marker");
     assert_eq!(
         src["capabilities"]["contents_unknown"], true,
         "nothing is downloaded before approval"
@@ -67,7 +59,7 @@ fn install_scripts_never_run_and_the_package_is_judged_on_its_bytes() {
     );
     let (_, v) = run(&s, &["sources"]);
     assert_schema("sources", &v);
-    let src = source(&v, "postinstall-marker");
+    let src = source_by_spec(&v, "postinstall-marker");
     assert_eq!(src["capabilities"]["contents_unknown"], false);
     assert_eq!(
         src["capabilities"]["install_scripts"],
@@ -96,12 +88,12 @@ fn engines_and_entry_rules_follow_opencode() {
     run(&s, &["tools"]);
     let (_, v) = run(&s, &["sources"]);
     assert_schema("sources", &v);
-    let newer = source(&v, "needs-newer-opencode");
+    let newer = source_by_spec(&v, "needs-newer-opencode");
     assert_eq!(newer["state"], "incompatible-version");
     assert!(newer["diagnostics"]
         .to_string()
         .contains("Plugin requires opencode >=2.0.0 but running 1.18.4"));
-    let tui = source(&v, "exports-without-server");
+    let tui = source_by_spec(&v, "exports-without-server");
     assert_eq!(tui["state"], "unsupported");
     assert!(tui["diagnostics"].to_string().contains("no server entry"));
 }
@@ -112,7 +104,7 @@ fn a_real_plugin_from_npm_is_prepared_judged_and_loaded() {
     assert_eq!(run(&s, &["approve", "--all"]).0, 0);
     run(&s, &["tools"]);
     let (_, v) = run(&s, &["sources"]);
-    let src = source(&v, "opencode-wakatime");
+    let src = source_by_spec(&v, "opencode-wakatime");
     assert_eq!(src["state"], "pending-approval");
     let grew = src["approval"]["grew"].to_string();
     assert!(
@@ -121,7 +113,7 @@ fn a_real_plugin_from_npm_is_prepared_judged_and_loaded() {
     );
     approve_through_activation(|a| run(&s, a));
     let (_, v) = run(&s, &["sources"]);
-    let src = source(&v, "opencode-wakatime");
+    let src = source_by_spec(&v, "opencode-wakatime");
     assert_eq!(src["approval"]["grew"], serde_json::json!([]), "{src}");
     // The execution version: what the request resolved to, with npm's integrity.
     let resolved = &src["npm"]["resolved"];
@@ -182,11 +174,10 @@ fn negative_control_npm_with_scripts_on_does_run_the_fixtures_install_script() {
 fn a_config_folders_own_dependencies_are_prepared_in_the_data_dir_for_both_backends() {
     for node in [false, true] {
         let s = Sandbox::new();
-        let fixture = repo_root().join("fixtures/config-deps/project/.opencode");
         for rel in ["package.json", "package-lock.json", "tools/parity.ts"] {
-            s.write(
+            s.copy_fixture(
+                &format!("config-deps/project/.opencode/{rel}"),
                 &format!("project/.opencode/{rel}"),
-                &std::fs::read_to_string(fixture.join(rel)).unwrap(),
             );
         }
         let run_b = |args: &[&str]| {
@@ -231,10 +222,9 @@ fn a_config_folders_own_dependencies_are_prepared_in_the_data_dir_for_both_backe
 #[test]
 fn an_unprepared_import_is_never_downloaded_at_load_time() {
     let s = Sandbox::new();
-    s.write(
+    s.copy_fixture(
+        "tools/imports-unprepared-package.ts",
         "project/.opencode/tools/imports-unprepared-package.ts",
-        &std::fs::read_to_string(repo_root().join("fixtures/tools/imports-unprepared-package.ts"))
-            .unwrap(),
     );
     approve_through_activation(|a| run(&s, a));
     let (code, v) = run(&s, &["tools"]);
@@ -277,9 +267,21 @@ fn an_npm_older_than_10_is_refused_with_the_way_out() {
         .unwrap();
     assert!(ok.success(), "npm 9 could not be installed for the test");
     let npm9 = old.join("node_modules/.bin/npm");
+    let marker = s.root.path().join("MARKER");
     assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    // Where Berth prepares this source: `<packages>/<name@request>/node_modules/<package>`.
+    let (_, v) = run(&s, &["sources"]);
+    let npm = &source_by_spec(&v, "postinstall-marker")["npm"];
+    let (name, request) = (
+        npm["name"].as_str().unwrap(),
+        npm["request"].as_str().unwrap(),
+    );
+    let packages = s.data_dir().join("packages");
+    let prepared = berth_discovery::npm_install_dir(&packages, name, request)
+        .join("node_modules/berth-fixture-postinstall-marker/package.json");
     let mut cmd = s.berth(&["tools", "--json"]);
-    cmd.env("BERTH_NPM", &npm9);
+    cmd.env("BERTH_NPM", &npm9)
+        .env("BERTH_TEST_MARKER", &marker);
     let (_, v) = parse_json_output(&cmd.output().unwrap());
     let problem = v["problems"].to_string();
     assert!(
@@ -288,11 +290,20 @@ fn an_npm_older_than_10_is_refused_with_the_way_out() {
             && problem.contains("scripts/setup"),
         "{v}"
     );
-    assert!(!s
-        .data_dir()
-        .join("packages")
-        .join("postinstall-marker")
-        .exists());
+    // Refused before anything was installed: no package was prepared, no install script ran.
+    assert!(!prepared.exists(), "npm 9 prepared {}", prepared.display());
+    assert!(!marker.exists(), "an install script ran under npm 9");
+    // Positive control: with the machine's npm the same source is prepared at that very path
+    // (so the check above looks where a prepared package would be), scripts still off.
+    let (code, v) = run(&s, &["tools"]);
+    assert_eq!(code, 0, "{v}");
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&prepared)
+            .unwrap_or_else(|e| panic!("not prepared at {}: {e}: {v}", prepared.display())),
+    )
+    .unwrap();
+    assert_eq!(manifest["name"], "berth-fixture-postinstall-marker");
+    assert!(!marker.exists(), "an install script ran");
 }
 
 /// A prepared install loads natively, so before every load it is checked against the file list

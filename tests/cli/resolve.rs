@@ -175,8 +175,26 @@ fn cases() -> Vec<Case> {
             .link("plugins2", "elsewhere/real")
             .probe("plugins2/p.mjs"),
     );
+    // The importer reached through a symlinked folder, and `..` out of it: taken from the real
+    // folder, not from the link's (a file waits at each, so the two readings differ; with its
+    // extension, so that Node's ESM loader, which adds none, finds it too).
+    out.push(
+        case(&["helper.js", "elsewhere/helper.js"], "../helper.js")
+            .raw("elsewhere/real/p.mjs", PROBE)
+            .link("plugins3", "elsewhere/real")
+            .probe("plugins3/p.mjs"),
+    );
+    out.push(
+        case(&["lib/h.ts", "elsewhere/lib/h.ts"], "../../lib/h.ts")
+            .raw("elsewhere/deep/sub/p.mjs", PROBE)
+            .link("linked", "elsewhere/deep")
+            .probe("linked/sub/p.mjs"),
+    );
     out
 }
+
+/// How many cases reach their importer through a symlinked folder and leave it with `..`.
+const THROUGH_A_LINKED_FOLDER: usize = 2;
 
 /// Writes each case into its own folder; returns (probe path, spec with `@` filled in).
 fn lay_out(root: &Path, cases: &[Case]) -> Vec<(PathBuf, String)> {
@@ -251,11 +269,24 @@ fn observe(
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// What Berth's rules say, as the same markers.
+/// What Berth's rules say, as the same markers, for the importer at its real path (as the
+/// scan hands it to them).
 fn predict(runtime: Runtime, laid: &[(PathBuf, String)], kind: ImportKind) -> Vec<String> {
+    predict_from(runtime, laid, kind, |probe| {
+        std::fs::canonicalize(probe).unwrap()
+    })
+}
+
+/// What Berth's rules say with the importer at `importer(probe)`.
+fn predict_from(
+    runtime: Runtime,
+    laid: &[(PathBuf, String)],
+    kind: ImportKind,
+    importer: impl Fn(&Path) -> PathBuf,
+) -> Vec<String> {
     laid.iter()
         .map(|(probe, spec)| {
-            let importer = std::fs::canonicalize(probe).unwrap();
+            let importer = importer(probe);
             match resolve_local(runtime, &importer, spec, kind) {
                 None => "none".to_string(),
                 Some(file) => {
@@ -307,6 +338,14 @@ fn the_scan_resolves_every_local_import_as_real_bun_and_node_do() {
                     "the comparison does not see a wrong rule set"
                 );
             }
+            // Negative control: the importer taken at its link's path is caught, in each case
+            // that reaches it through a symlinked folder.
+            let at_link = predict_from(runtime, &laid, kind, Path::to_path_buf);
+            let seen = differences(&cases, &at_link, &observed);
+            assert!(
+                seen.len() >= THROUGH_A_LINKED_FOLDER,
+                "{runtime:?} {kind:?}: a path through a link is not told from the real one: {seen:?}"
+            );
         }
     }
     assert!(

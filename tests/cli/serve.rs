@@ -268,9 +268,10 @@ fn a_cli_approval_activates_in_the_running_server_and_a_denial_withdraws() {
 #[test]
 fn revoking_while_the_import_runs_registers_nothing_and_stops_its_host() {
     let s = Sandbox::new();
-    let text =
-        std::fs::read_to_string(repo_root().join("fixtures/plugins/waits-for-release.ts")).unwrap();
-    s.write("project/.opencode/plugins/waits.ts", &text);
+    s.copy_fixture(
+        "plugins/waits-for-release.ts",
+        "project/.opencode/plugins/waits.ts",
+    );
     let release = s.root.path().join("release");
     let srv = start_with(
         &s,
@@ -314,14 +315,25 @@ fn revoking_while_the_import_runs_registers_nothing_and_stops_its_host() {
 #[test]
 fn a_client_that_disconnects_mid_call_has_a_blocked_tool_stopped() {
     let s = Sandbox::new();
-    let faults = std::fs::read_to_string(repo_root().join("fixtures/tools/faults.ts")).unwrap();
-    s.write("project/.opencode/tools/faults.ts", &faults);
+    s.copy_fixture("tools/faults.ts", "project/.opencode/tools/faults.ts");
     let srv = start(&s, "127.0.0.1:0").unwrap();
     assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
     let v = wait_for(&srv, "the tools", |v| {
         v["tools"].as_array().is_some_and(|t| !t.is_empty()) && v["hosts"][0]["pid"].is_u64()
     });
     let pid = v["hosts"][0]["pid"].as_u64().unwrap();
+    // CPU time the host has used, in clock ticks (utime + stime of /proc/<pid>/stat).
+    let cpu = || -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit(')')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    };
+    let idle = cpu();
     let body = r#"{"tool":"faults_spins","args":{},"timeout_ms":30000}"#;
     let mut stream = TcpStream::connect(&srv.addr).unwrap();
     write!(
@@ -332,15 +344,21 @@ fn a_client_that_disconnects_mid_call_has_a_blocked_tool_stopped() {
         body.len()
     )
     .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The tool runs once the idle host burns CPU: a fifth of a second of it (only the spin
+    // does that; an idle host uses next to none).
+    // SAFETY: sysconf only reads a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while cpu() < idle + hz / 5 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the spinning tool never ran in its host"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     drop(stream);
     let gone_at = std::time::Instant::now();
-    let alive = |pid: u64| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
-            .unwrap_or(false)
-    };
-    while alive(pid) {
+    while alive(pid as u32) {
         assert!(
             gone_at.elapsed() < std::time::Duration::from_millis(750),
             "the blocked host still runs {:?} after its client went away",

@@ -51,11 +51,13 @@ fn status_follows_xdg_config_home_and_project_opencode_folders() {
 fn sources_lists_plugins_and_tools_in_opencode_order_without_running_them() {
     let s = Sandbox::new();
     let marker = s.root.path().join("MARKER");
-    let writes_marker = format!(
-        "import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\nexport default {{ id: 'marker', server: async () => ({{}}) }}\n",
-        marker.display().to_string()
+    s.write(
+        "home/.config/opencode/plugins/marker.ts",
+        &format!(
+            "{}export default {{ id: 'marker', server: async () => ({{}}) }}\n",
+            writes_marker(Some(&marker))
+        ),
     );
-    s.write("home/.config/opencode/plugins/marker.ts", &writes_marker);
     s.write(
         "project/.opencode/tools/hello.ts",
         "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'hi', args: {}, execute: async () => 'hi' })\nexport const loud = tool({ description: 'HI', args: {}, execute: async () => 'HI' })\n",

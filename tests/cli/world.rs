@@ -144,7 +144,6 @@ fn keyring_value(provider: &str) -> Option<String> {
 }
 
 fn login(s: &Sandbox, method: &str, stdin: &str) -> (i32, Value) {
-    use std::io::Write;
     let mut cmd = s.berth(&[
         "auth",
         "login",
@@ -153,18 +152,8 @@ fn login(s: &Sandbox, method: &str, stdin: &str) -> (i32, Value) {
         method,
         "--json",
     ]);
-    cmd.env("BERTH_LOG", "trace")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    parse_json_output(&child.wait_with_output().unwrap())
+    cmd.env("BERTH_LOG", "trace");
+    parse_json_output(&output_with_stdin(&mut cmd, stdin))
 }
 
 #[test]

@@ -338,6 +338,15 @@ async fn a_revoked_source_stops_at_once_even_mid_call() {
             while host.in_flight() == 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            // Its timer runs (so its stopping below means something).
+            let deadline = std::time::Instant::now() + Duration::from_secs(2);
+            while std::fs::metadata(&ticks).map_or(0, |m| m.len()) == 0 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the timer never ticked"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             let ids: Vec<String> = berth
                 .status()
                 .sources
@@ -379,6 +388,7 @@ async fn a_revoked_source_stops_at_once_even_mid_call() {
         host.pid
     );
     let written = std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0);
+    assert!(written > 0, "the timer never ticked");
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
         std::fs::metadata(&ticks).map(|m| m.len()).unwrap_or(0),
@@ -665,6 +675,24 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
         .await
         .unwrap();
     assert_eq!(out["order"], serde_json::json!(["a", "b", "c"]));
+    // Positive control: sharing the host again, the same call's data is what the spy sees, so
+    // its not seeing it above was the own host's doing.
+    let r = berth
+        .invoke(
+            "keeps_secret",
+            serde_json::json!({ "secret": "CANARY-own-host-1f" }),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(r.output.as_deref().unwrap().starts_with("sealed"), "{r:?}");
+    assert!(
+        std::fs::read_to_string(&spy)
+            .unwrap_or_default()
+            .contains("CANARY-own-host-1f"),
+        "the spy does not see a shared neighbour's data: the test proves nothing"
+    );
     berth.shutdown_hosts().await;
 }
 

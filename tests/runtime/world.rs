@@ -338,7 +338,13 @@ async fn a_standing_answer_given_to_one_plugin_answers_only_that_plugin() {
     );
     assert_eq!(first.unwrap().output.as_deref(), Some("first may edit"));
     // The first plugin is answered for good now; the second one is asked, and refused.
-    let again = berth.invoke("first", json!({}), None, None).await.unwrap();
+    let again = tokio::time::timeout(
+        Duration::from_secs(10),
+        berth.invoke("first", json!({}), None, None),
+    )
+    .await
+    .expect("the standing answer did not answer the first plugin's next ask: it waits for a person")
+    .unwrap();
     assert_eq!(again.output.as_deref(), Some("first may edit"), "{again:?}");
     let (second, ()) = tokio::join!(
         berth.invoke("second", json!({}), None, None),

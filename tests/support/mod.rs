@@ -41,6 +41,15 @@ impl Sandbox {
         p
     }
 
+    /// Copies `fixtures/<fixture>` (a file) to `<root>/<dest>`; returns where it went.
+    pub fn copy_fixture(&self, fixture: &str, dest: &str) -> PathBuf {
+        let p = self.root.path().join(dest);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let from = repo_root().join("fixtures").join(fixture);
+        std::fs::copy(&from, &p).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+        p
+    }
+
     /// `berth ARGS --data-dir D --project P` with this sandbox's environment.
     pub fn berth(&self, args: &[&str]) -> Command {
         let mut c = Command::new(berth_bin());
@@ -174,10 +183,49 @@ pub fn run_hook(
 pub fn plugin_sandbox(files: &[&str]) -> Sandbox {
     let s = Sandbox::new();
     for f in files {
-        let text = std::fs::read_to_string(repo_root().join("fixtures/plugins").join(f)).unwrap();
-        s.write(&format!("project/.opencode/plugins/{f}"), &text);
+        s.copy_fixture(
+            &format!("plugins/{f}"),
+            &format!("project/.opencode/plugins/{f}"),
+        );
     }
     s
+}
+
+/// A module's first lines writing `marker` (the evidence that its code ran), or nothing.
+pub fn writes_marker(marker: Option<&Path>) -> String {
+    marker
+        .map(|m| {
+            format!(
+                "import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\n",
+                m.display().to_string()
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `cmd` with `stdin` written to it and closed, stdout and stderr captured.
+pub fn output_with_stdin(cmd: &mut Command, stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Whether process `pid` still runs; a zombie (state Z in /proc/<pid>/stat) has ended.
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
+        .unwrap_or(false)
 }
 
 /// Fails if `needle` is in any file under `dir` (logs, the database, its WAL, prepared
@@ -235,4 +283,19 @@ pub fn source<'a>(v: &'a serde_json::Value, entry_suffix: &str) -> &'a serde_jso
         .iter()
         .find(|s| s["entry"].as_str().unwrap().ends_with(entry_suffix))
         .unwrap_or_else(|| panic!("no source {entry_suffix} in {v}"))
+}
+
+/// The id of the source whose entry ends with `entry_suffix`.
+pub fn id_of(v: &serde_json::Value, entry_suffix: &str) -> String {
+    source(v, entry_suffix)["id"].as_str().unwrap().to_string()
+}
+
+/// The source whose spec (what the config asked for, e.g. an npm package) contains `needle`.
+pub fn source_by_spec<'a>(v: &'a serde_json::Value, needle: &str) -> &'a serde_json::Value {
+    v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["spec"].as_str().unwrap().contains(needle))
+        .unwrap_or_else(|| panic!("no source with spec {needle} in {v}"))
 }

@@ -1,7 +1,8 @@
 //! Berth's reading of npm specs against npm's own: the machine's npm-package-arg, run through
-//! `node`, reads the same specs, and every class (with the name, the alias target and the
-//! local path where they matter) must agree. node and npm are required: without them this
-//! fails, it does not skip.
+//! `node`, reads the same specs, and every class must agree with what it fetches: the name and
+//! the requested version or range (npa's `fetchSpec`), the alias target and its request (npa's
+//! `subSpec`), the local path, the git spec and the tarball URL. node and npm are required:
+//! without them this fails, it does not skip.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -129,12 +130,16 @@ const STRICTER: &[(Option<&str>, &str)] = &[
 /// What a spec leads to, in terms both readers can be compared on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
+    /// `request`: the version, range or tag fetched (npa's `fetchSpec`), see [`request`].
     Registry {
         name: String,
+        request: String,
     },
+    /// `target`, `target_request`: npa's `subSpec` name and `fetchSpec`.
     Alias {
         name: String,
         target: String,
+        target_request: String,
     },
     Directory {
         path: PathBuf,
@@ -142,25 +147,48 @@ enum Outcome {
     File {
         path: PathBuf,
     },
-    Git,
-    Remote,
+    /// `spec`: the git spec as npm reads it (npa's `rawSpec`: after the name, scp-style
+    /// `user@host:path` given its `git+ssh://`).
+    Git {
+        spec: String,
+    },
+    /// `url`: what npm downloads (npa's `fetchSpec`).
+    Remote {
+        url: String,
+    },
     /// npm throws, or names no package (a bare `^1.2.3`): nothing to install.
     Refused,
 }
 
+/// A registry request as both readers can be compared on: no request (Berth's `""`, npa's
+/// `""` from `npa.resolve` and `*` from `npa`) is the range `*`, which is what npm fetches.
+fn request(r: &str) -> String {
+    if r.is_empty() {
+        "*".into()
+    } else {
+        r.into()
+    }
+}
+
 fn berth_outcome(class: Result<NpmSpecClass, String>) -> Outcome {
     match class {
-        Ok(NpmSpecClass::Registry { name, .. }) => Outcome::Registry { name },
+        Ok(NpmSpecClass::Registry { name, request: r }) => Outcome::Registry {
+            name,
+            request: request(&r),
+        },
         Ok(NpmSpecClass::Alias {
-            name, target_name, ..
+            name,
+            target_name,
+            target_request,
         }) => Outcome::Alias {
             name,
             target: target_name,
+            target_request: request(&target_request),
         },
         Ok(NpmSpecClass::Directory { path }) => Outcome::Directory { path },
         Ok(NpmSpecClass::File { path }) => Outcome::File { path },
-        Ok(NpmSpecClass::Git { .. }) => Outcome::Git,
-        Ok(NpmSpecClass::Remote { .. }) => Outcome::Remote,
+        Ok(NpmSpecClass::Git { spec }) => Outcome::Git { spec },
+        Ok(NpmSpecClass::Remote { url }) => Outcome::Remote { url },
         Err(_) => Outcome::Refused,
     }
 }
@@ -178,16 +206,26 @@ fn npa_class(npa_type: &str) -> &'static str {
     }
 }
 
-/// One npa result (`{type, name, fetchSpec, target}` or `{error}`) under a type mapping.
+/// One npa result (`{type, name, rawSpec, fetchSpec, target, targetFetchSpec}` or
+/// `{error}`) under a type mapping.
 fn npa_outcome(v: &Value, class_of: fn(&str) -> &'static str) -> Outcome {
     if v.get("error").is_some() {
         return Outcome::Refused;
     }
     let text = |k: &str| v[k].as_str().map(str::to_string);
     match class_of(v["type"].as_str().expect("npa result has a type")) {
-        "registry" => text("name").map_or(Outcome::Refused, |name| Outcome::Registry { name }),
+        "registry" => text("name").map_or(Outcome::Refused, |name| Outcome::Registry {
+            name,
+            request: request(&text("fetchSpec").expect("a registry spec has a fetchSpec")),
+        }),
         "alias" => match (text("name"), text("target")) {
-            (Some(name), Some(target)) => Outcome::Alias { name, target },
+            (Some(name), Some(target)) => Outcome::Alias {
+                name,
+                target,
+                target_request: request(
+                    &text("targetFetchSpec").expect("an alias target has a fetchSpec"),
+                ),
+            },
             _ => Outcome::Refused,
         },
         "directory" => Outcome::Directory {
@@ -196,8 +234,13 @@ fn npa_outcome(v: &Value, class_of: fn(&str) -> &'static str) -> Outcome {
         "file" => Outcome::File {
             path: text("fetchSpec").expect("a file has a path").into(),
         },
-        "git" => Outcome::Git,
-        "remote" => Outcome::Remote,
+        "git" => Outcome::Git {
+            spec: text("rawSpec").expect("a git spec has a rawSpec"),
+        },
+        // No URL (a git shortcut under a confused mapping) is an empty one: never Berth's.
+        "remote" => Outcome::Remote {
+            url: text("fetchSpec").unwrap_or_default(),
+        },
         other => unreachable!("{other}"),
     }
 }
@@ -225,8 +268,10 @@ process.stdin.on("end", () => {
       return {
         type: r.type,
         name: r.name ?? null,
+        rawSpec: r.rawSpec ?? null,
         fetchSpec: r.fetchSpec ?? null,
         target: r.subSpec ? r.subSpec.name ?? null : null,
+        targetFetchSpec: r.subSpec ? r.subSpec.fetchSpec ?? null : null,
       };
     } catch (e) {
       return { error: String(e && e.message) };
@@ -311,14 +356,33 @@ fn plugin_specs_are_classified_as_npm_package_arg_classifies_them() {
     assert!(diffs.is_empty(), "\n{}", diffs.join("\n"));
     // Every class is exercised, so the comparison proves something about each.
     for class in [
-        Outcome::Git,
-        Outcome::Remote,
         Outcome::Refused,
-        Outcome::Registry { name: "foo".into() },
+        Outcome::Registry {
+            name: "foo".into(),
+            request: "^1.2.0".into(),
+        },
+        Outcome::Registry {
+            name: "foo".into(),
+            request: "latest".into(),
+        },
+        Outcome::Registry {
+            name: "@scope/pkg".into(),
+            request: "*".into(),
+        },
+        Outcome::Alias {
+            name: "alias".into(),
+            target: "real".into(),
+            target_request: "1".into(),
+        },
+        Outcome::Git {
+            spec: "git+ssh://git@github.com:u/r.git".into(),
+        },
+        Outcome::Remote {
+            url: "https://host.example/x.tgz".into(),
+        },
     ] {
         assert!(npa.contains(&class), "no case reads as {class:?}");
     }
-    assert!(npa.iter().any(|o| matches!(o, Outcome::Alias { .. })));
     assert!(npa.iter().any(|o| matches!(o, Outcome::Directory { .. })));
     assert!(npa.iter().any(|o| matches!(o, Outcome::File { .. })));
 }
@@ -341,7 +405,7 @@ fn berth_refuses_where_it_cannot_be_as_sure_as_npm_that_a_path_is_a_path() {
             "{case}: npm reads {n:?}; this list is for paths"
         );
         assert!(
-            matches!(b, Outcome::Refused | Outcome::Git),
+            matches!(b, Outcome::Refused | Outcome::Git { .. }),
             "{case}: Berth reads {b:?}"
         );
     }
@@ -364,10 +428,33 @@ fn the_comparison_catches_a_wrong_classification() {
     // Nor a Berth that reads one git spec as a folder inside the config folder.
     let npa: Vec<Outcome> = raw.iter().map(|v| npa_outcome(v, npa_class)).collect();
     let mut corrupted = berth.clone();
-    let git = corrupted.iter().position(|o| *o == Outcome::Git).unwrap();
+    let git = corrupted
+        .iter()
+        .position(|o| matches!(o, Outcome::Git { .. }))
+        .unwrap();
     corrupted[git] = Outcome::Directory {
         path: Path::new(BASE).join("u/r"),
     };
     let diffs = differences(&described, &npa, &corrupted);
     assert_eq!(diffs.len(), 1, "{diffs:?}");
+    // Nor one that fetches another version than npm would: what is requested is compared too,
+    // for a registry package, an alias target, a git spec and a tarball URL.
+    for pick in [
+        |o: &Outcome| matches!(o, Outcome::Registry { request, .. } if request != "*"),
+        |o: &Outcome| matches!(o, Outcome::Alias { .. }),
+        |o: &Outcome| matches!(o, Outcome::Git { .. }),
+        |o: &Outcome| matches!(o, Outcome::Remote { .. }),
+    ] {
+        let mut corrupted = berth.clone();
+        let at = corrupted.iter().position(pick).unwrap();
+        match &mut corrupted[at] {
+            Outcome::Registry { request, .. } => *request = "*".into(),
+            Outcome::Alias { target_request, .. } => target_request.push_str(".0"),
+            Outcome::Git { spec } => spec.push_str("#other"),
+            Outcome::Remote { url } => url.push_str("?other"),
+            other => unreachable!("{other:?}"),
+        }
+        let diffs = differences(&described, &npa, &corrupted);
+        assert_eq!(diffs.len(), 1, "{diffs:?}");
+    }
 }

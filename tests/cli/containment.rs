@@ -186,12 +186,10 @@ fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
 #[test]
 fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     let s = Sandbox::new();
-    // The ticks go outside the sandbox: Berth watches its root (the nearest existing folder of
-    // the config folders that do not exist), and a file written there every 10 ms keeps the
-    // watcher's debounce from ever ending, so the denial below would never be rescanned (a
-    // defect of the watcher, not what this test is about).
-    let elsewhere = tempfile::tempdir().unwrap();
-    let ticks = elsewhere.path().join("ticks");
+    // The ticks go into the sandbox's root, which Berth watches (the nearest existing folder
+    // of config folders that do not exist): a file written there every 10 ms must not hold
+    // back the rescan that brings the denial below.
+    let ticks = s.root.path().join("ticks");
     s.copy_fixture(
         "hostile/held-keeps-trying.ts",
         "project/.opencode/plugins/held.ts",
@@ -269,6 +267,12 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(std::fs::metadata(&ticks).map_or(0, |m| m.len()), running);
     assert_eq!(source(&v, "innocent.ts")["state"], "active");
+    // Its toasts go, and none sent as its host stopped comes back.
+    wait_for(&srv, "its toasts to go", |v| {
+        !v["notices"].to_string().contains(&held)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!status_of(&srv)["notices"].to_string().contains(&held));
 }
 
 #[test]

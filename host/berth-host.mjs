@@ -6,7 +6,7 @@
 // Must not: decide what may run (the supervisor's gate already did), read Berth's store, or
 // let a plugin's failure take down other calls.
 // First: the built-ins the host relies on, captured before any plugin code exists.
-import { stringify, parse, ErrorCtor, PromiseCtor, promiseThen, objectEntries, objectKeys, isArray, arrayPush, arraySort, SafeMap, SafeSet, SafeWeakMap, bufferAlloc, bufferAllocUnsafe, bufferByteLength, bufferConcat, bufWrite, bufSubarray, bufToString, bufLength, stringSlice, originOf, URLCtor, lockLanguageHooks } from "./intrinsics.mjs"
+import { frameJson, parse, ErrorCtor, PromiseCtor, promiseThen, objectEntries, objectKeys, isArray, arrayPush, arraySort, SafeMap, SafeSet, SafeWeakMap, bufferAlloc, bufferAllocUnsafe, bufferByteLength, bufferConcat, bufWrite, bufSubarray, bufToString, bufLength, stringSlice, originOf, URLCtor, lockLanguageHooks } from "./intrinsics.mjs"
 import net from "node:net"
 import { readFileSync } from "node:fs"
 import { pathToFileURL, fileURLToPath } from "node:url"
@@ -131,7 +131,7 @@ const sockWrite = sock.write.bind(sock)
 let buffered = bufferAlloc(0)
 
 function send(msg) {
-  const json = stringify(msg)
+  const json = frameJson(msg)
   const length = bufferByteLength(json)
   if (length > MAX_FRAME) {
     if (msg.t === "res") return send({ t: "res", v: PROTOCOL_VERSION, id: msg.id, ok: false, value: null, error: { code: "invalid-response", message: `the result is ${length} bytes, over the ${MAX_FRAME}-byte frame limit` } })
@@ -395,9 +395,9 @@ async function invoke(msg) {
     // schema again, and the tool runs on exactly the arguments that passed.
     let changedArgs = []
     if (before?.length) {
-      const givenArgs = stringify(parsedArgs)
+      const givenArgs = frameJson(parsedArgs)
       const chained = await hookChain({ name: "tool.execute.before", instances: before, input: hookInput, output: { args: parsedArgs }, budgetMs })
-      if (stringify(parsedArgs) !== givenArgs) {
+      if (frameJson(parsedArgs) !== givenArgs) {
         changedArgs = chained.steps.map((s) => s.instance)
         if (validator) {
           const again = validator.safeParse(parsedArgs)
@@ -414,7 +414,7 @@ async function invoke(msg) {
     const chained = await hookChain({ name: "tool.execute.after", instances: after, input: { ...hookInput, args: parsedArgs }, output: result, budgetMs })
     const final = chained.output
     if (!isPlainObject(final) || typeof final.output !== "string") throw fail("invalid-response", `tool.execute.after left a result without an output string (plugins: ${after.join(", ")})`)
-    const changed = stringify(final) !== stringify(raw)
+    const changed = frameJson(final) !== frameJson(raw)
     const by = [...changedArgs, ...chained.steps.map((s) => s.instance)]
     return { ...normalizeResult(final), ...ranWith, raw: changed ? raw : null, transformedBy: [...new Set(by)] }
   } finally {
@@ -672,7 +672,7 @@ const LOG_ONLY = new SafeSet(["config", "dispose"])
 /** Whether `v` serialises to more than a frame can carry (a cycle counts as too large). */
 function outputTooLarge(v) {
   try {
-    return JSON.stringify(v).length > MAX_FRAME
+    return frameJson(v).length > MAX_FRAME
   } catch {
     return true
   }

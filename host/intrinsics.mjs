@@ -7,10 +7,11 @@
 // Owns: the captured copies and the safe collections built on them. Must not: import anything
 // that could run plugin code, or hand its collections' contents to anyone.
 //
-// A few hooks the language itself calls are fixed here too (`lockLanguageHooks`, D-031): a
-// `toJSON` on `Object.prototype` or `Array.prototype` would rewrite every frame the captured
-// `JSON.stringify` makes, and a patched `Promise.prototype.then`/`constructor` would see every
-// value the host awaits. The host's own loops over plugin objects go by index over captured
+// The language's own hooks are guarded too: a `toJSON` on `Object.prototype` or
+// `Array.prototype` would rewrite every frame the captured `JSON.stringify` makes, so the host
+// serialises with `frameJson`, which ignores those two; a patched
+// `Promise.prototype.then`/`constructor` would see every value the host awaits, so those are
+// fixed before plugin code runs (`lockLanguageHooks`, D-031). The host's own loops over plugin objects go by index over captured
 // `Object.keys`/`entries` (no iterator a plugin can patch).
 //
 // This is a boundary for JavaScript, for the patches named above. Code that goes below it
@@ -44,25 +45,94 @@ export const originOf = (href) => urlOrigin(new URLCtor(href))
 const defineProperty = Object.defineProperty
 
 /**
- * Fixes the language hooks named at the top, before any plugin code exists. `toJSON` stays
- * absent from both prototypes, while `x.toJSON = f` on any other object still makes its own
- * property (the usual assignment); `then`, `constructor` and `Promise[Symbol.species]` keep
- * their built-in values. Changing one fails with a TypeError naming it.
+ * Fixes the promise hooks named at the top before any plugin code exists: `then`,
+ * `constructor` and `Promise[Symbol.species]` keep their built-in values, and changing one
+ * fails with a TypeError.
  */
 export function lockLanguageHooks() {
-  for (const [proto, name] of [[Object.prototype, "Object"], [Array.prototype, "Array"]]) {
-    defineProperty(proto, "toJSON", {
-      configurable: false,
-      enumerable: false,
-      get: undefined,
-      set(v) {
-        if (this === proto) throw new TypeError(`${name}.prototype.toJSON is fixed in Berth's plugin host`)
-        defineProperty(this, "toJSON", { value: v, writable: true, enumerable: true, configurable: true })
-      },
-    })
-  }
   for (const key of ["then", "constructor"]) defineProperty(Promise.prototype, key, { writable: false, configurable: false })
   defineProperty(Promise, Symbol.species, { configurable: false })
+}
+
+const ObjectProto = Object.prototype
+const ArrayProto = Array.prototype
+const hasOwn = Object.hasOwn
+const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor
+const isFiniteNumber = Number.isFinite
+const numberValue = uncurry(Number.prototype.valueOf)
+const stringValue = uncurry(String.prototype.valueOf)
+const booleanValue = uncurry(Boolean.prototype.valueOf)
+
+/**
+ * `JSON.stringify(value)` for what the host frames and compares. A `toJSON` on
+ * `Object.prototype` or `Array.prototype` (or a swapped `Array.prototype` chain) would reach
+ * every object of every frame through the built-in; with none there — always, unless a plugin
+ * put one — the built-in runs at full speed. Otherwise a serializer of the same grammar runs
+ * that ignores those two, so the frames stay the host's (`toJSON` elsewhere, `Date`'s, still
+ * applies). Checking costs two property lookups; fixing the prototypes instead slowed every
+ * `JSON.stringify` in the host on Bun.
+ */
+export function frameJson(value) {
+  if (!hasOwn(ObjectProto, "toJSON") && !hasOwn(ArrayProto, "toJSON") && getPrototypeOf(ArrayProto) === ObjectProto) return stringify(value)
+  return plainJson(value, "", new SafeSet())
+}
+
+function plainJson(value, key, seen) {
+  if (value !== null && typeof value === "object") {
+    const toJSON = ownToJSON(value)
+    if (typeof toJSON === "function") value = reflectApply(toJSON, value, [key])
+  }
+  if (value === null) return "null"
+  switch (typeof value) {
+    case "string":
+      return stringify(value)
+    case "number":
+      return isFiniteNumber(value) ? stringify(value) : "null"
+    case "boolean":
+      return value ? "true" : "false"
+    case "bigint":
+      throw new TypeError("Do not know how to serialize a BigInt")
+    case "object":
+      break
+    default:
+      return undefined
+  }
+  if (value instanceof Number) return plainJson(numberValue(value), key, seen)
+  if (value instanceof String) return stringify(stringValue(value))
+  if (value instanceof Boolean) return booleanValue(value) ? "true" : "false"
+  if (seen.has(value)) throw new TypeError("Converting circular structure to JSON")
+  seen.add(value)
+  let out
+  if (isArray(value)) {
+    out = "["
+    for (let i = 0; i < value.length; i++) {
+      const item = plainJson(value[i], String(i), seen)
+      out += (i ? "," : "") + (item === undefined ? "null" : item)
+    }
+    out += "]"
+  } else {
+    out = "{"
+    const keys = objectKeys(value)
+    let first = true
+    for (let i = 0; i < keys.length; i++) {
+      const item = plainJson(value[keys[i]], keys[i], seen)
+      if (item === undefined) continue
+      out += (first ? "" : ",") + stringify(keys[i]) + ":" + item
+      first = false
+    }
+    out += "}"
+  }
+  seen.delete(value)
+  return out
+}
+
+/** The `toJSON` `value` inherits from anything but the two prototypes `frameJson` ignores. */
+function ownToJSON(value) {
+  for (let o = value; o !== null && o !== ObjectProto && o !== ArrayProto; o = getPrototypeOf(o)) {
+    const d = getOwnPropertyDescriptor(o, "toJSON")
+    if (d) return d.get ? reflectApply(d.get, value, []) : d.value
+  }
+  return undefined
 }
 
 const mapGet = uncurry(Map.prototype.get)
@@ -71,6 +141,7 @@ const mapHas = uncurry(Map.prototype.has)
 const mapDelete = uncurry(Map.prototype.delete)
 const setAdd = uncurry(Set.prototype.add)
 const setHas = uncurry(Set.prototype.has)
+const setDelete = uncurry(Set.prototype.delete)
 const setForEach = uncurry(Set.prototype.forEach)
 const weakGet = uncurry(WeakMap.prototype.get)
 const weakSet = uncurry(WeakMap.prototype.set)
@@ -109,6 +180,9 @@ export class SafeSet {
   }
   has(v) {
     return setHas(this.#s, v)
+  }
+  delete(v) {
+    return setDelete(this.#s, v)
   }
   values() {
     const out = []

@@ -13,13 +13,13 @@ fn a_plugin_cannot_send_toasts_or_log_lines_as_its_neighbour() {
     impersonation("a-impersonates.ts", "sent by the impersonator");
 }
 
-/// The same through `Object.prototype.toJSON`, which every `JSON.stringify` consults: the host
-/// keeps it fixed, and ordinary objects still take their own `toJSON`.
+/// The same through `Object.prototype.toJSON`, which every `JSON.stringify` consults: the patch
+/// is in place (it rewrites the plugin's own JSON), and the host's frames ignore it.
 #[test]
 fn a_plugin_cannot_rewrite_the_hosts_frames_through_a_prototype_to_json() {
     impersonation(
         "a-impersonates-tojson.ts",
-        "sent by the impersonator (patch refused: TypeError)",
+        "sent by the impersonator (patch in place)",
     );
 }
 

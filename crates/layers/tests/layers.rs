@@ -57,15 +57,22 @@ fn the_facade_is_implemented_in_one_file_of_at_most_400_lines() {
     assert!(sites[0].1 <= 400, "berth.rs has {} lines", sites[0].1);
 }
 
-/// Copies the runtime's sources into a scratch folder, where the controls break them.
+/// Copies the runtime's sources (folders too) into a scratch folder, where the controls break
+/// them.
 fn scratch_runtime() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let from = workspace().join("crates/runtime/src");
-    for e in std::fs::read_dir(&from).unwrap().flatten() {
-        if e.path().is_file() {
-            std::fs::copy(e.path(), dir.path().join(e.file_name())).unwrap();
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap().flatten() {
+            let (src, dst) = (e.path(), to.join(e.file_name()));
+            if src.is_dir() {
+                copy(&src, &dst);
+            } else {
+                std::fs::copy(&src, &dst).unwrap();
+            }
         }
     }
+    let dir = tempfile::tempdir().unwrap();
+    copy(&workspace().join("crates/runtime/src"), dir.path());
     dir
 }
 
@@ -107,7 +114,7 @@ fn negative_control_a_path_in_a_macro_or_through_a_root_reexport_counts_too() {
 #[test]
 fn negative_control_an_impl_berth_block_outside_its_file_is_found() {
     let dir = scratch_runtime();
-    let catalog = dir.path().join("catalog.rs");
+    let catalog = dir.path().join("catalog/mod.rs");
     let mut text = std::fs::read_to_string(&catalog).unwrap();
     text.push_str("\nimpl crate::Berth {\n    pub fn extra(&self) {}\n}\n");
     std::fs::write(&catalog, text).unwrap();

@@ -638,16 +638,20 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
     assert_eq!(r.output.as_deref(), Some("got 2"), "{r:?}");
     assert_eq!(r.transformed_by, vec![own.clone()]);
     // Its own tool's data never crosses the shared process.
-    let r = berth
-        .invoke(
-            "keeps_secret",
-            serde_json::json!({ "secret": "CANARY-own-host-1f" }),
-            None,
-            None,
-        )
-        .await
-        .unwrap();
-    assert!(r.output.as_deref().unwrap().starts_with("sealed"), "{r:?}");
+    // The isolated plugin's tool, called with a canary only its own host may see.
+    let keep_secret = || async {
+        let r = berth
+            .invoke(
+                "keeps_secret",
+                serde_json::json!({ "secret": "CANARY-own-host-1f" }),
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        assert!(r.output.as_deref().unwrap().starts_with("sealed"), "{r:?}");
+    };
+    keep_secret().await;
     let seen = std::fs::read_to_string(&spy).unwrap_or_default();
     assert!(
         seen.contains("listening"),
@@ -677,16 +681,7 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
     assert_eq!(out["order"], serde_json::json!(["a", "b", "c"]));
     // Positive control: sharing the host again, the same call's data is what the spy sees, so
     // its not seeing it above was the own host's doing.
-    let r = berth
-        .invoke(
-            "keeps_secret",
-            serde_json::json!({ "secret": "CANARY-own-host-1f" }),
-            None,
-            None,
-        )
-        .await
-        .unwrap();
-    assert!(r.output.as_deref().unwrap().starts_with("sealed"), "{r:?}");
+    keep_secret().await;
     assert!(
         std::fs::read_to_string(&spy)
             .unwrap_or_default()

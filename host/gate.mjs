@@ -93,8 +93,9 @@ export class Gate {
  * Native addons go through the gate too: `process.dlopen` (what `require("x.node")` calls on
  * both runtimes, and what a plugin may call itself) loads a file outside Berth's own folders
  * only if an admitted manifest lists its exact bytes. The check reads the file by its real
- * path and the runtime then opens that path. Fixed on `process` so no plugin can put the
- * original back.
+ * path and the runtime then opens that path itself (a loader cannot hand it bytes): a process
+ * of the same user swapping the file in between is not caught here. Fixed on `process` so no
+ * plugin can put the original back.
  */
 export function installDlopenGate(gate) {
   const native = process.dlopen

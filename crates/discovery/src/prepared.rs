@@ -25,11 +25,19 @@ pub struct FileList {
     pub files: BTreeMap<String, String>,
 }
 
-/// Every regular file under `<install>/node_modules`, by its key in the list (its path relative
-/// to the install, `/`-separated), with its metadata. Symlinks are not followed: what they
-/// point to inside the tree is listed as itself.
-pub fn files(install: &Path) -> std::io::Result<Vec<(String, PathBuf, std::fs::Metadata)>> {
-    let mut out = Vec::new();
+/// What is under `<install>/node_modules`: every regular file, by its key in the list (its
+/// path relative to the install, `/`-separated), with its metadata; and every symlink (not
+/// followed: what one points to inside the tree is listed as itself; npm's `.bin` entries are
+/// symlinks).
+#[derive(Debug, Default)]
+pub struct Tree {
+    pub files: Vec<(String, PathBuf, std::fs::Metadata)>,
+    pub links: Vec<PathBuf>,
+}
+
+/// Walks `<install>/node_modules` once.
+pub fn walk(install: &Path) -> std::io::Result<Tree> {
+    let mut tree = Tree::default();
     let mut stack: Vec<PathBuf> = vec![install.join("node_modules")];
     while let Some(dir) = stack.pop() {
         let entries = match std::fs::read_dir(&dir) {
@@ -43,6 +51,8 @@ pub fn files(install: &Path) -> std::io::Result<Vec<(String, PathBuf, std::fs::M
             let path = e.path();
             if ft.is_dir() {
                 stack.push(path);
+            } else if ft.is_symlink() {
+                tree.links.push(path);
             } else if ft.is_file() {
                 let rel = path
                     .strip_prefix(install)
@@ -50,17 +60,17 @@ pub fn files(install: &Path) -> std::io::Result<Vec<(String, PathBuf, std::fs::M
                     .to_string_lossy()
                     .into_owned();
                 let meta = e.metadata()?;
-                out.push((rel, path, meta));
+                tree.files.push((rel, path, meta));
             }
         }
     }
-    Ok(out)
+    Ok(tree)
 }
 
 /// Hashes every regular file under `<install>/node_modules`. Fails on the first unreadable file.
 pub fn compute(install: &Path) -> std::io::Result<FileList> {
     let mut files = BTreeMap::new();
-    for (rel, path, _) in self::files(install)? {
+    for (rel, path, _) in walk(install)?.files {
         files.insert(rel, crate::digest::file_digest(&path)?);
     }
     Ok(FileList { v: 1, files })

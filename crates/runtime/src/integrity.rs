@@ -2,8 +2,14 @@
 //! config folder's prepared dependencies load natively in the plugin host (they are Berth's
 //! own folders), so before the host loads anything of a source the runtime checks each install
 //! the source loads from against its file list (`berth_discovery::prepared`): the list must be
-//! the one the approval covered, and every file under `node_modules` must be listed with its
-//! bytes unchanged — none added, none removed.
+//! the one the approval covered, every file under `node_modules` must be listed with its
+//! bytes unchanged — none added, none removed — and no symlink may lead into another of
+//! Berth's own folders, where nothing would check what it loads.
+//!
+//! The check runs before the load, and the runtime then reads the files itself: a process of
+//! the same user that rewrites a file in that instant is not caught here (the folder is
+//! private to the user; the OS sandbox of the policy work is to keep plugin processes from
+//! writing it at all).
 //!
 //! Hashing a 170 MB install on every load would cost a quarter of a second, so each file's
 //! digest is remembered beside the list with the file's identity and change time
@@ -20,7 +26,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -52,17 +58,24 @@ fn stamp(m: &std::fs::Metadata, now: i64) -> Option<String> {
 }
 
 /// Checks `install` against its file list; with `approved`, the list must have that digest.
-/// Err names the first file that differs, in words for the person.
-pub fn verify(install: &Path, approved: Option<&str>) -> Result<(), String> {
+/// `trusted` are the folders whose files load without the host's gate (by real path): a
+/// symlink in the install may not lead into one of them outside the install. Err names the
+/// first file that differs, in words for the person.
+pub fn verify(install: &Path, approved: Option<&str>, trusted: &[PathBuf]) -> Result<(), String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(i64::MAX);
-    verify_at(install, approved, now)
+    verify_at(install, approved, trusted, now)
 }
 
 /// `verify` as if the clock read `now` (seconds since the epoch).
-fn verify_at(install: &Path, approved: Option<&str>, now: i64) -> Result<(), String> {
+fn verify_at(
+    install: &Path,
+    approved: Option<&str>,
+    trusted: &[PathBuf],
+    now: i64,
+) -> Result<(), String> {
     let (digest, list) = berth_discovery::prepared::read(install).ok_or_else(|| {
         format!(
             "{} has no file list of what was prepared",
@@ -85,8 +98,25 @@ fn verify_at(install: &Path, approved: Option<&str>, now: i64) -> Result<(), Str
         list: digest,
         files: BTreeMap::new(),
     };
-    let on_disk = berth_discovery::prepared::files(install)
+    let tree = berth_discovery::prepared::walk(install)
         .map_err(|e| format!("cannot read {}: {e}", install.display()))?;
+    // A symlink is not in the list (npm makes `.bin` ones, and links `file:` folders to where
+    // they are). What it leads to elsewhere passes the host's gate by its real path — unless
+    // that lies in another of Berth's own folders, which load unchecked.
+    let root = std::fs::canonicalize(install).unwrap_or_else(|_| install.to_path_buf());
+    for link in &tree.links {
+        if let Ok(target) = std::fs::canonicalize(link) {
+            if !target.starts_with(&root) && trusted.iter().any(|t| target.starts_with(t)) {
+                return Err(format!(
+                    "{} leads out of what Berth prepared (to {})",
+                    link.display(),
+                    target.display()
+                ));
+            }
+        }
+    }
+    let on_disk = tree.files;
+    let mut hashed = 0usize;
     for (rel, path, meta) in &on_disk {
         let Some(want) = list.files.get(rel) else {
             return Err(format!(
@@ -97,8 +127,11 @@ fn verify_at(install: &Path, approved: Option<&str>, now: i64) -> Result<(), Str
         let s = stamp(meta, now);
         let got = match (known.files.remove(rel), &s) {
             (Some((old, d)), Some(s)) if &old == s => d,
-            _ => berth_discovery::digest::file_digest(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+            _ => {
+                hashed += 1;
+                berth_discovery::digest::file_digest(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            }
         };
         if &got != want {
             return Err(format!(
@@ -124,7 +157,11 @@ fn verify_at(install: &Path, approved: Option<&str>, now: i64) -> Result<(), Str
             install.join(gone).display()
         ));
     }
-    // Best effort: without it the next check hashes again.
+    // Written only when something was hashed (or a remembered entry went); best effort:
+    // without it the next check hashes again.
+    if hashed == 0 && known.files.is_empty() {
+        return Ok(());
+    }
     if let Ok(bytes) = serde_json::to_vec(&fresh) {
         let tmp = install.join(format!("{STAMPS}.{}", std::process::id()));
         if std::fs::write(&tmp, bytes).is_ok() {
@@ -172,8 +209,8 @@ mod tests {
         let dir = install();
         let list = berth_discovery::prepared::list_digest(dir.path()).unwrap();
         let key = "node_modules/a/index.js";
-        verify(dir.path(), Some(&list)).unwrap();
-        assert!(verify(dir.path(), Some("sha256:other"))
+        verify(dir.path(), Some(&list), &[]).unwrap();
+        assert!(verify(dir.path(), Some("sha256:other"), &[])
             .unwrap_err()
             .contains("not the one that was approved"));
         // A file written just now is not remembered (its change time may not move again).
@@ -189,19 +226,26 @@ mod tests {
         // Positive control: a remembered stamp is trusted without hashing — remembered with a
         // wrong digest, the untouched file is reported changed.
         remember(dir.path(), &list, &[(key, "sha256:not-its-bytes")]);
-        assert!(verify_at(dir.path(), Some(&list), later)
+        assert!(verify_at(dir.path(), Some(&list), &[], later)
             .unwrap_err()
             .contains("index.js changed"));
         // Remembered with its right digest, then rewritten (same size): the stamp no longer
         // matches, the bytes are hashed, and the change is found.
         let right = berth_discovery::prepared::read(dir.path()).unwrap().1.files[key].clone();
         remember(dir.path(), &list, &[(key, &right)]);
-        verify_at(dir.path(), Some(&list), later).unwrap();
+        let ino = || std::fs::metadata(dir.path().join(STAMPS)).unwrap().ino();
+        let before = ino();
+        verify_at(dir.path(), Some(&list), &[], later).unwrap();
+        assert_eq!(
+            ino(),
+            before,
+            "nothing was hashed, so the stamps are not written again"
+        );
         // Past the clock's coarse tick, so the rewrite moves the change time (what the two
         // seconds of `stamp` guard against in real use).
         std::thread::sleep(std::time::Duration::from_millis(50));
         std::fs::write(dir.path().join(key), "export default 2").unwrap();
-        assert!(verify_at(dir.path(), Some(&list), later)
+        assert!(verify_at(dir.path(), Some(&list), &[], later)
             .unwrap_err()
             .contains("index.js changed"));
     }
@@ -210,14 +254,45 @@ mod tests {
     fn a_file_added_or_removed_fails_the_check() {
         let dir = install();
         std::fs::write(dir.path().join("node_modules/a/extra.js"), "").unwrap();
-        assert!(verify(dir.path(), None)
+        assert!(verify(dir.path(), None, &[])
             .unwrap_err()
             .contains("extra.js was added"));
         std::fs::remove_file(dir.path().join("node_modules/a/extra.js")).unwrap();
-        verify(dir.path(), None).unwrap();
+        verify(dir.path(), None, &[]).unwrap();
         std::fs::remove_file(dir.path().join("node_modules/a/index.js")).unwrap();
-        assert!(verify(dir.path(), None)
+        assert!(verify(dir.path(), None, &[])
             .unwrap_err()
             .contains("index.js was removed"));
+    }
+
+    /// An attacker who can write into the install adds a symlink to code in another of Berth's
+    /// folders (which load unchecked), or puts one where a listed file was: the check refuses
+    /// both. npm's own `.bin` links, which stay inside, pass, and so does a link to a folder
+    /// outside Berth's (what it loads passes the gate by its real path).
+    #[test]
+    fn a_symlink_that_leads_into_another_of_berths_folders_fails_the_check() {
+        let dir = install();
+        let evil = tempfile::tempdir().unwrap();
+        let trusted = [std::fs::canonicalize(evil.path()).unwrap()];
+        std::fs::write(evil.path().join("evil.js"), "export default 666").unwrap();
+        let bin = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink("../a/index.js", bin.join("a")).unwrap();
+        verify(dir.path(), None, &trusted).unwrap();
+
+        let added = dir.path().join("node_modules/a/extra.js");
+        std::os::unix::fs::symlink(evil.path().join("evil.js"), &added).unwrap();
+        verify(dir.path(), None, &[]).unwrap();
+        assert!(verify(dir.path(), None, &trusted)
+            .unwrap_err()
+            .contains("extra.js leads out of what Berth prepared"));
+        std::fs::remove_file(&added).unwrap();
+
+        let entry = dir.path().join("node_modules/a/index.js");
+        std::fs::remove_file(&entry).unwrap();
+        std::os::unix::fs::symlink(evil.path().join("evil.js"), &entry).unwrap();
+        assert!(verify(dir.path(), None, &trusted)
+            .unwrap_err()
+            .contains("index.js leads out of what Berth prepared"));
     }
 }

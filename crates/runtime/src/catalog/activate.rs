@@ -689,10 +689,11 @@ impl Catalog {
                 (d.clone(), approved)
             })
             .collect();
+        let trusted = sup.layout().trusted.clone();
         let checked = tokio::task::spawn_blocking(move || {
-            installs
-                .iter()
-                .try_for_each(|(d, approved)| crate::integrity::verify(d, approved.as_deref()))
+            installs.iter().try_for_each(|(d, approved)| {
+                crate::integrity::verify(d, approved.as_deref(), &trusted)
+            })
         })
         .await
         .unwrap_or_else(|e| Err(e.to_string()));

@@ -409,14 +409,16 @@ async function invoke(msg) {
     // The arguments the tool really got, for the receipt.
     const ranWith = changedArgs.length ? { finalArgs: parsedArgs } : {}
     const result = normalizeResult(await def.execute(parsedArgs, ctx))
-    if (!after?.length) return { ...result, ...ranWith, transformedBy: changedArgs }
+    // Berth's own fields first: serialising plugin values may run plugin getters, and what
+    // is written before them is out of their reach (`frameJson`).
+    if (!after?.length) return { transformedBy: changedArgs, ...ranWith, ...result }
     const raw = structuredClone(result)
     const chained = await hookChain({ name: "tool.execute.after", instances: after, input: { ...hookInput, args: parsedArgs }, output: result, budgetMs })
     const final = chained.output
     if (!isPlainObject(final) || typeof final.output !== "string") throw fail("invalid-response", `tool.execute.after left a result without an output string (plugins: ${after.join(", ")})`)
     const changed = frameJson(final) !== frameJson(raw)
     const by = [...changedArgs, ...chained.steps.map((s) => s.instance)]
-    return { ...normalizeResult(final), ...ranWith, raw: changed ? raw : null, transformedBy: [...new Set(by)] }
+    return { transformedBy: new SafeSet(by).values(), ...ranWith, raw: changed ? raw : null, ...normalizeResult(final) }
   } finally {
     cancels.delete(msg.cancel_id)
   }
@@ -750,5 +752,6 @@ async function hookChain({ name, instances, input, output, budgetMs }) {
     }
   }
   const final = isPlainObject(output) ? { ...output, ...kept } : output
-  return { output: final, steps, answeredBy }
+  // The steps (who ran, who answered) before the plugins' output: see `invoke`.
+  return { steps, answeredBy, output: final }
 }

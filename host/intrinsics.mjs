@@ -70,12 +70,23 @@ const booleanValue = uncurry(Boolean.prototype.valueOf)
  * put one — the built-in runs at full speed. Otherwise a serializer of the same grammar runs
  * that ignores those two, so the frames stay the host's (`toJSON` elsewhere, `Date`'s, still
  * applies). Checking costs two property lookups; fixing the prototypes instead slowed every
- * `JSON.stringify` in the host on Bun.
+ * `JSON.stringify` in the host on Bun. Serialising runs the getters of the values inside, so a
+ * plugin's getter can put a `toJSON` there midway: a `toJSON` still there afterwards sends
+ * the value the slow way, and what the host writes into a frame (who ran, who answered, who
+ * changed what) comes before any plugin value in it. One getter that puts it there and a later
+ * one that takes it away again reach the plugin values between them: a shared host is one
+ * trust domain.
  */
 export function frameJson(value) {
-  if (!hasOwn(ObjectProto, "toJSON") && !hasOwn(ArrayProto, "toJSON") && getPrototypeOf(ArrayProto) === ObjectProto) return stringify(value)
+  if (prototypesClean()) {
+    const json = stringify(value)
+    // A getter inside may have put one there midway: then the slow way, which ignores it.
+    if (prototypesClean()) return json
+  }
   return plainJson(value, "", new SafeSet())
 }
+
+const prototypesClean = () => !hasOwn(ObjectProto, "toJSON") && !hasOwn(ArrayProto, "toJSON") && getPrototypeOf(ArrayProto) === ObjectProto
 
 function plainJson(value, key, seen) {
   if (value !== null && typeof value === "object") {

@@ -116,6 +116,29 @@ fn a_plugin_cannot_rewrite_the_bytes_the_gate_hands_the_runtime() {
     }
 }
 
+/// A plugin's getter in the result it leaves cannot hide, from the receipt, that it changed
+/// its neighbour's result (by putting a `toJSON` on `Array.prototype` while the frame is
+/// serialised).
+#[test]
+fn a_plugin_cannot_hide_that_it_changed_its_neighbours_result() {
+    let s = Sandbox::new();
+    s.copy_fixture(
+        "hostile/a-hides-its-hand.ts",
+        "project/.opencode/plugins/a-hides-its-hand.ts",
+    );
+    s.copy_fixture("hostile/b-victim.ts", "project/.opencode/tools/b-victim.ts");
+    approve_through_activation(|a| s.run_json(a));
+    let (_, v) = s.run_json(&["sources"]);
+    let evil = id_of(&v, "a-hides-its-hand.ts");
+    let (code, r) = s.run_json(&["invoke", "b-victim", "--args", r#"{"secret":"hunter2"}"#]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(
+        r["output"], "rewritten by a",
+        "the hook did not run: the test proves nothing"
+    );
+    assert_eq!(r["transformed_by"], serde_json::json!([evil]), "{r}");
+}
+
 fn hijack(fixture: &str) {
     let s = Sandbox::new();
     let spy = s.root.path().join("spied-arguments");

@@ -9,6 +9,8 @@ fn main() {
             "deny",
             "answer_prompt",
             "resume",
+            "set_policy",
+            "grant",
         ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

@@ -62,23 +62,32 @@ async fn approve(
     berth: tauri::State<'_, Berth>,
     ids: Vec<String>,
     digests: std::collections::BTreeMap<String, String>,
+    including_fetch: Option<bool>,
 ) -> Result<Vec<String>, BerthError> {
-    decide(berth, ids, digests, Decision::Allow).await
+    let request = DecisionRequest {
+        ids,
+        digests,
+        including_fetch: including_fetch.unwrap_or(false),
+    };
+    decide(berth, request, Decision::Allow).await
 }
 
 /// The window's decisions, under the same rules as the page's (`DecisionRequest`).
 async fn decide(
     berth: tauri::State<'_, Berth>,
-    ids: Vec<String>,
-    digests: std::collections::BTreeMap<String, String>,
+    request: DecisionRequest,
     decision: Decision,
 ) -> Result<Vec<String>, BerthError> {
-    let choices = DecisionRequest { ids, digests }.choices(decision)?;
+    let choices = request.choices(decision)?;
+    let with_fetch = request.including_fetch && decision == Decision::Allow;
     let berth = berth.inner().clone();
     tauri::async_runtime::spawn_blocking(move || {
-        berth
-            .decide(Some(&choices), decision, "app", false)
-            .map(|decided| decided.into_iter().map(|d| d.id).collect())
+        let decided = if with_fetch {
+            berth.approve_including_fetch(Some(&choices), "app", false)
+        } else {
+            berth.decide(Some(&choices), decision, "app", false)
+        };
+        decided.map(|decided| decided.into_iter().map(|d| d.id).collect())
     })
     .await
     .map_err(join_error)?
@@ -93,6 +102,35 @@ fn answer_prompt(
     reply: berth_runtime::world::PromptReply,
 ) -> Result<(), BerthError> {
     berth.answer_prompt(&id, reply)
+}
+
+/// The person's value of one policy key (`null`: back to the layer above); refused when it
+/// would loosen the organisation's value.
+#[tauri::command]
+async fn set_policy(
+    berth: tauri::State<'_, Berth>,
+    key: String,
+    value: serde_json::Value,
+) -> Result<berth_runtime::policy::Entry, BerthError> {
+    let berth = berth.inner().clone();
+    let value = Some(value).filter(|v| !v.is_null());
+    tauri::async_runtime::spawn_blocking(move || berth.set_policy(&key, value, "app"))
+        .await
+        .map_err(join_error)?
+}
+
+/// Lets one held contribution of a source through its `review` cap, or holds it again.
+#[tauri::command]
+async fn grant(
+    berth: tauri::State<'_, Berth>,
+    source: String,
+    item: String,
+    granted: bool,
+) -> Result<(), BerthError> {
+    let berth = berth.inner().clone();
+    tauri::async_runtime::spawn_blocking(move || berth.grant(&source, &item, granted))
+        .await
+        .map_err(join_error)?
 }
 
 /// Manual resume of paused plugin hosts; the backends that were paused.
@@ -113,7 +151,12 @@ async fn deny(
     ids: Vec<String>,
     digests: Option<std::collections::BTreeMap<String, String>>,
 ) -> Result<Vec<String>, BerthError> {
-    decide(berth, ids, digests.unwrap_or_default(), Decision::Deny).await
+    let request = DecisionRequest {
+        ids,
+        digests: digests.unwrap_or_default(),
+        including_fetch: false,
+    };
+    decide(berth, request, Decision::Deny).await
 }
 
 fn join_error(e: impl std::fmt::Display) -> BerthError {
@@ -156,7 +199,9 @@ pub fn run() {
             approve,
             deny,
             answer_prompt,
-            resume
+            resume,
+            set_policy,
+            grant
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

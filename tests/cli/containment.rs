@@ -102,7 +102,7 @@ fn a_plugin_cannot_rewrite_the_bytes_the_gate_hands_the_runtime() {
             }
             parse_json_output(&cmd.output().unwrap())
         };
-        approve_through_activation(run);
+        approve_and_load(run);
         let (code, r) = run(&["invoke", "b-victim-with-helper", "--args", "{}"]);
         assert_eq!(
             (code, r["output"].as_str()),
@@ -127,7 +127,7 @@ fn a_plugin_cannot_hide_that_it_changed_its_neighbours_result() {
         "project/.opencode/plugins/a-hides-its-hand.ts",
     );
     s.copy_fixture("hostile/b-victim.ts", "project/.opencode/tools/b-victim.ts");
-    approve_through_activation(|a| s.run_json(a));
+    approve_and_load(|a| s.run_json(a));
     let (_, v) = s.run_json(&["sources"]);
     let evil = id_of(&v, "a-hides-its-hand.ts");
     let (code, r) = s.run_json(&["invoke", "b-victim", "--args", r#"{"secret":"hunter2"}"#]);
@@ -188,7 +188,7 @@ fn a_login_runs_where_only_its_own_plugin_can_see_the_credentials() {
         cmd.arg("--json").env("BERTH_TEST_SPY", &spy);
         parse_json_output(&output_with_stdin(&mut cmd, stdin))
     };
-    approve_through_activation(|a| run(a, ""));
+    approve_and_load(|a| run(a, ""));
     let canary = "CANARY-code-5d0c";
     let (code, v) = run(
         &["auth", "login", "neighbour-provider", "--method", "0"],
@@ -213,22 +213,33 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     // of config folders that do not exist): a file written there every 10 ms must not hold
     // back the rescan that brings the denial below.
     let ticks = s.root.path().join("ticks");
-    s.copy_fixture(
-        "hostile/held-keeps-trying.ts",
-        "project/.opencode/plugins/held.ts",
+    // In the person's global folder, first a version that registers nothing (the same timer,
+    // the same APIs), approved and active; then the fixture, which registers a tool: a later
+    // load that contributes more than the active version is held (pending-activation).
+    let fixture =
+        std::fs::read_to_string(repo_root().join("fixtures/hostile/held-keeps-trying.ts")).unwrap();
+    let first = fixture.replace(
+        "return { tool: { unshown: tool({ description: \"never shown\", args: {}, async execute() { return \"x\" } }) } }",
+        "return { tool: {} }",
     );
+    assert_ne!(first, fixture);
+    let file = s.write("home/.config/opencode/plugins/held.ts", &first);
     s.write(
         "project/.opencode/plugins/innocent.ts",
         "export default { id: 'innocent', server: async () => ({}) }\n",
     );
     let srv = start_with(&s, "127.0.0.1:0", &[("BERTH_TEST_TICKS", ticks.as_path())]).unwrap();
     assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    wait_for(&srv, "the first version to run", |v| {
+        source(v, "held.ts")["state"] == "active" && source(v, "innocent.ts")["state"] == "active"
+    });
+    std::fs::write(&file, &fixture).unwrap();
     let v = wait_for(&srv, "the plugin to be held", |v| {
         source(v, "held.ts")["state"] == "pending-activation"
             && source(v, "innocent.ts")["state"] == "active"
     });
     let held = id_of(&v, "held.ts");
-    // Its code ran once (the import that revealed the tool), and runs no more.
+    // Its new code ran once (the import that revealed the tool), and runs no more.
     let settle = |what: &str| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
@@ -272,7 +283,7 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     assert_eq!(source(&v, "innocent.ts")["state"], "active");
     // Held, it is stopped before its timer's first tick or soon after, so the file alone
     // cannot tell a stopped timer from one that never reaches it. Approved by name (with the
-    // tool its first load revealed), it runs: the same timer does tick into the same file and
+    // tool its load revealed), it runs: the same timer does tick into the same file and
     // its toasts are served; denied then, its timer stops.
     assert_eq!(s.run_json(&["approve", &held]).0, 0);
     let ticked = |v: &serde_json::Value| {
@@ -310,11 +321,7 @@ fn a_plugin_that_opens_prompts_without_end_cannot_lock_its_neighbour_out() {
         "project/.opencode/plugins/b-reads-config.ts",
     );
     let srv = start_with(&s, "127.0.0.1:0", &[]).unwrap();
-    // Approved, loaded, held for its tool, approved again with it.
-    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
-    wait_for(&srv, "the plugin's second question", |v| {
-        source(v, "b-reads-config.ts")["state"] == "pending-activation"
-    });
+    // One approval: both load and register their tools.
     assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
     wait_for(&srv, "both tools", |v| {
         v["tools"].as_array().is_some_and(|t| t.len() == 2)
@@ -460,7 +467,7 @@ fn arguments_a_hook_changed_are_checked_again_and_the_receipt_names_what_ran() {
             .env("BERTH_TEST_RAN", &ran);
         parse_json_output(&cmd.output().unwrap())
     };
-    approve_through_activation(|a| run("", a));
+    approve_and_load(|a| run("", a));
     let hook = id_of(&s.run_json(&["sources"]).1, "a-rewrites-args.ts");
     let (code, r) = run(
         "bad",

@@ -893,7 +893,7 @@ fn a_native_addon_nobody_approved_is_never_opened() {
             cmd.arg("--json").env("BERTH_TEST_ADDON", &addon);
             parse_json_output(&on_node(&mut cmd, node).output().unwrap())
         };
-        approve_through_activation(run);
+        approve_and_load(run);
         let (code, r) = run(&["invoke", "opens-addon", "--args", "{}"]);
         assert_eq!(code, 0, "{r}");
         let out = r["output"].as_str().unwrap_or_default();

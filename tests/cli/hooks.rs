@@ -75,7 +75,13 @@ fn expected(hook: &str, initial: &Value) -> Value {
 
 fn sandbox() -> Sandbox {
     let s = plugin_sandbox(&["hook-matrix.ts", "hook-faults.ts"]);
-    approve_through_activation(|a| run(&s, &[], a));
+    // The chains as OpenCode runs them: no cap holds a hook here (`shell.env` is `review` by
+    // default, D-032; the caps have their own tests in plugins.rs).
+    assert_eq!(
+        run(&s, &[], &["policy", "set", "cap.shell-env", "allow"]).0,
+        0
+    );
+    approve_and_load(|a| run(&s, &[], a));
     s
 }
 
@@ -200,7 +206,7 @@ fn dispose_hooks_run_when_berth_stops_its_hosts() {
 fn tool_hooks_run_around_every_invocation_and_the_raw_result_is_kept() {
     // hook-matrix's tool.execute.after reassigns the result's fields; the receipt keeps both.
     let s = plugin_sandbox(&["hook-matrix.ts", "permission-gate.ts"]);
-    approve_through_activation(|a| run(&s, &[], a));
+    approve_and_load(|a| run(&s, &[], a));
     assert_eq!(run(&s, &[], &["permissions", "cap", "edit", "allow"]).0, 0);
     let target = s.root.path().join("via-hooks.txt");
     let args = json!({ "path": target }).to_string();

@@ -74,7 +74,7 @@ fn install_scripts_never_run_and_the_package_is_judged_on_its_bytes() {
         .to_string()
         .contains("install scripts"));
     // Approve what the package really is, then what it contributes: its hook runs.
-    approve_through_activation(|a| run(&s, a));
+    approve_and_load(|a| run(&s, a));
     let (code, v) = run_hook(|a| run(&s, a), "chat.params", "{}", r#"{"options":{}}"#);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["output"]["options"]["fromPackage"], true);
@@ -111,7 +111,7 @@ fn a_real_plugin_from_npm_is_prepared_judged_and_loaded() {
         grew.contains("node:child_process") && grew.contains("process.env"),
         "{grew}"
     );
-    approve_through_activation(|a| run(&s, a));
+    approve_and_load(|a| run(&s, a));
     let (_, v) = run(&s, &["sources"]);
     let src = source_by_spec(&v, "opencode-wakatime");
     assert_eq!(src["approval"]["grew"], serde_json::json!([]), "{src}");
@@ -188,7 +188,7 @@ fn a_config_folders_own_dependencies_are_prepared_in_the_data_dir_for_both_backe
             }
             parse_json_output(&cmd.output().unwrap())
         };
-        approve_through_activation(run_b);
+        approve_and_load(run_b);
         let (code, r) = run_b(&["invoke", "parity", "--args", r#"{"n":3}"#]);
         assert_eq!(
             (code, r["output"].as_str()),
@@ -226,7 +226,7 @@ fn an_unprepared_import_is_never_downloaded_at_load_time() {
         "tools/imports-unprepared-package.ts",
         "project/.opencode/tools/imports-unprepared-package.ts",
     );
-    approve_through_activation(|a| run(&s, a));
+    approve_and_load(|a| run(&s, a));
     let (code, v) = run(&s, &["tools"]);
     assert_eq!(code, 0, "{v}");
     let problem = v["problems"][0].to_string();
@@ -329,7 +329,7 @@ fn a_prepared_package_changed_after_approval_never_runs() {
     // Prepared on the first approval; the bytes, then what they contribute, on the next ones.
     assert_eq!(run(&s, &["approve", "--all"]).0, 0);
     run(&s, &["tools"]);
-    approve_through_activation(|a| run(&s, a));
+    approve_and_load(|a| run(&s, a));
     let hook = || run_hook(|a| run(&s, a), "chat.params", "{}", r#"{"options":{}}"#);
     let (code, v) = hook();
     assert_eq!(

@@ -50,7 +50,7 @@ fn hooks_sandbox(order: &[&str]) -> Sandbox {
         .map(|p| Value::from(format!("./.opencode/lib/hook-{p}.ts")))
         .collect();
     s.write("project/opencode.json", &config.to_string());
-    approve_through_activation(|a| s.run_json(a));
+    approve_and_load(|a| s.run_json(a));
     s
 }
 

@@ -142,7 +142,7 @@ fn berth_inputs(s: &Sandbox, rec: &Value, names: &[&str]) -> Value {
                 scope.spawn(move || {
                     let data = s.root.path().join(format!("data-{name}"));
                     let log = s.root.path().join(format!("input-{name}.jsonl"));
-                    approve_through_activation(|a| berth_in(s, dir, &data, &log, a));
+                    approve_and_load(|a| berth_in(s, dir, &data, &log, a));
                     // One clean activation: each factory runs once, in a fresh process.
                     let _ = std::fs::remove_file(&log);
                     let (code, v) = berth_in(s, dir, &data, &log, &["tools"]);

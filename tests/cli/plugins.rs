@@ -32,51 +32,136 @@ fn states(s: &Sandbox) -> Vec<(String, String)> {
 }
 
 #[test]
-fn contributions_beyond_the_approval_wait_for_a_second_approval() {
+fn one_approval_loads_a_plugin_and_registers_what_it_contributes() {
     let s = plugin_sandbox(&["v1-hooks-a.ts"]);
-    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
-    let (code, v) = run(&s, &["tools"]);
-    assert_eq!(code, 0);
-    assert_schema("tools", &v);
-    assert_eq!(
-        v["tools"],
-        serde_json::json!([]),
-        "nothing is registered before checkpoint two"
-    );
-    assert!(v["problems"][0]["message"]
-        .as_str()
-        .unwrap()
-        .contains("registers tools: hooks_a_echo"));
     assert_eq!(
         states(&s),
-        vec![(
-            "v1-hooks-a.ts".to_string(),
-            "pending-activation".to_string()
-        )]
+        vec![("v1-hooks-a.ts".into(), "pending-approval".into())]
     );
-    let (_, src) = run(&s, &["sources"]);
-    let grew = src["sources"][0]["approval"]["grew"].to_string();
-    assert!(
-        grew.contains("chat.params") && grew.contains("hooks_a_echo"),
-        "{grew}"
-    );
-
     assert_eq!(run(&s, &["approve", "--all"]).0, 0);
-    let (_, v) = run(&s, &["tools"]);
-    assert_eq!(v["tools"][0]["name"], "hooks_a_echo");
-    assert_eq!(v["tools"][0]["provider"]["kind"], "file-plugin");
+    // Decided, not loaded by this process yet: it says so.
+    assert_eq!(
+        states(&s),
+        vec![("v1-hooks-a.ts".into(), "approved".into())]
+    );
+    let (code, v) = run(&s, &["tools"]);
+    assert_eq!(code, 0, "{v}");
+    assert_schema("tools", &v);
+    assert_eq!(v["tools"][0]["name"], "hooks_a_echo", "{v}");
+    assert_eq!(v["problems"], serde_json::json!([]), "no second question");
     let (code, r) = run(
         &s,
         &["invoke", "hooks_a_echo", "--args", r#"{"text":"yo"}"#],
     );
-    assert_eq!(code, 0, "{r}");
-    assert_eq!(r["output"], "yo");
+    assert_eq!((code, r["output"].as_str()), (0, Some("yo")), "{r}");
+    let (_, h) = run_hook(|a| run(&s, a), "chat.params", "{}", r#"{"options":{}}"#);
+    assert_eq!(h["output"]["options"]["trail"], serde_json::json!(["a"]));
+    // What it really registered is recorded beside the static preview.
+    let (_, status) = run(&s, &["status"]);
+    assert_schema("status", &status);
+}
+
+#[test]
+fn a_review_cap_holds_only_that_contribution_and_the_person_can_let_it_through() {
+    let s = plugin_sandbox(&["v1-hooks-a.ts"]);
+    let (code, v) = run(&s, &["policy", "set", "cap.model-request", "review"]);
+    assert_eq!(code, 0, "{v}");
+    assert_schema("policy", &v);
+    assert_eq!(v["set"]["layer"], "user");
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    let (_, v) = run(&s, &["tools"]);
+    // The tool registers; the model-request hook is held, and only it.
+    assert_eq!(v["tools"][0]["name"], "hooks_a_echo", "{v}");
+    let (_, h) = run_hook(|a| run(&s, a), "chat.params", "{}", r#"{"options":{}}"#);
+    assert_eq!(
+        h["output"]["options"],
+        serde_json::json!({}),
+        "a held hook ran: {h}"
+    );
+    let (_, h) = run_hook(
+        |a| run(&s, a),
+        "tool.execute.before",
+        "{}",
+        r#"{"args":{}}"#,
+    );
+    assert_eq!(
+        h["output"]["args"]["seen"],
+        serde_json::json!(["a"]),
+        "an uncapped hook did not run: {h}"
+    );
+    let (_, src) = run(&s, &["sources"]);
+    assert_schema("sources", &src);
+    let a = source(&src, "v1-hooks-a.ts");
+    assert_eq!(a["state"], "approved", "{a}");
+    assert_eq!(
+        a["limited"],
+        serde_json::json!([{ "item": "hook:chat.params", "category": "model-request", "cap": "review", "layer": "user" }]),
+        "{a}"
+    );
+    // Negative control of the hold: the person lets it through, and it runs.
+    let id = a["id"].as_str().unwrap().to_string();
+    let (code, g) = run(&s, &["policy", "allow", &id, "hook:chat.params"]);
+    assert_eq!(code, 0, "{g}");
+    assert_schema("policy", &g);
+    let (_, h) = run_hook(|a| run(&s, a), "chat.params", "{}", r#"{"options":{}}"#);
+    assert_eq!(
+        h["output"]["options"]["trail"],
+        serde_json::json!(["a"]),
+        "{h}"
+    );
+    let (_, src) = run(&s, &["sources"]);
+    assert_eq!(
+        source(&src, "v1-hooks-a.ts")["limited"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn a_later_load_that_contributes_more_waits_until_confirmed() {
+    // A plugin in the person's own global folder: a change that does not grow what its code
+    // can do reloads without asking (D-024) — unless it then registers more than before.
+    let s = Sandbox::new();
+    let file = s.copy_fixture(
+        "plugins/v1-hooks-a.ts",
+        "home/.config/opencode/plugins/a.ts",
+    );
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    let (_, v) = run(&s, &["tools"]);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 1, "{v}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(
+            "\"tool.execute.before\":",
+            "\"command.execute.before\": async () => {},\n    \"tool.execute.before\":",
+        ),
+    )
+    .unwrap();
+    let (_, v) = run(&s, &["tools"]);
+    assert_eq!(
+        v["tools"],
+        serde_json::json!([]),
+        "the new version registered before it was confirmed: {v}"
+    );
+    assert!(
+        v["problems"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("registers hooks: command.execute.before"),
+        "{v}"
+    );
+    let (_, src) = run(&s, &["sources"]);
+    assert_eq!(src["sources"][0]["state"], "pending-activation", "{src}");
+    assert_eq!(run(&s, &["approve", "--all"]).0, 0);
+    let (_, v) = run(&s, &["tools"]);
+    assert_eq!(v["tools"][0]["name"], "hooks_a_echo", "{v}");
+    assert_eq!(v["problems"], serde_json::json!([]));
 }
 
 #[test]
 fn hooks_run_in_plugin_order_with_opencodes_read_back() {
     let s = plugin_sandbox(&["v1-hooks-a.ts", "legacy-hooks-b.ts"]);
-    approve_through_activation(|a| run(&s, a));
+    approve_and_load(|a| run(&s, a));
     // legacy-hooks-b.ts sorts before v1-hooks-a.ts (ledger D-002); inside b, Alpha runs
     // before Zeta (alphabetical export order, as OpenCode).
     let (code, v) = run_hook(
@@ -101,7 +186,7 @@ fn hooks_run_in_plugin_order_with_opencodes_read_back() {
     assert_eq!(v["output"]["args"], serde_json::json!({ "command": "ls" }));
     // Negative control: without the reassigning plugin, in-place mutation is kept.
     let s2 = plugin_sandbox(&["v1-hooks-a.ts"]);
-    approve_through_activation(|a| run(&s2, a));
+    approve_and_load(|a| run(&s2, a));
     let (_, v) = run_hook(
         |a| run(&s2, a),
         "tool.execute.before",
@@ -141,9 +226,10 @@ fn a_bad_module_fails_alone_and_a_non_function_export_runs_no_factory() {
     assert!(has("Plugin export is not a function"), "{problems:?}");
     assert!(has("factory failed on purpose"), "{problems:?}");
     assert!(has("must export id"), "{problems:?}");
-    assert!(
-        has("registers tools: hooks_a_echo"),
-        "the good plugin still loaded: {problems:?}"
+    let (_, t) = run(&s, &["tools"]);
+    assert_eq!(
+        t["tools"][0]["name"], "hooks_a_echo",
+        "the good plugin still loaded: {t}"
     );
     assert!(
         !s.root.path().join("MARKER").exists(),
@@ -162,7 +248,9 @@ fn secrets_from_chat_headers_and_shell_env_reach_the_caller_but_no_file_berth_wr
             .env("BERTH_LOG", "trace");
         parse_json_output(&cmd.output().unwrap())
     };
-    approve_through_activation(run_c);
+    // `shell.env` is held for review by default (D-032): this person lets it through.
+    assert_eq!(run_c(&["policy", "set", "cap.shell-env", "allow"]).0, 0);
+    approve_and_load(run_c);
     let (code, v) = run_hook(
         run_c,
         "chat.headers",
@@ -244,7 +332,7 @@ fn dollar_is_bun_shell_on_bun_and_an_honest_per_call_error_on_node() {
             }
             parse_json_output(&cmd.output().unwrap())
         };
-        approve_through_activation(run_b);
+        approve_and_load(run_b);
         let (code, r) = run_b(&["invoke", "shell_echo"]);
         if expect_ok {
             assert_eq!(code, 0, "{r}");

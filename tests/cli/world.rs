@@ -29,7 +29,7 @@ fn a_tool_asking_permission_is_decided_by_the_chain_under_the_persons_cap() {
     let target = s.root.path().join("written.txt");
     let target_s = target.display().to_string();
     let args = serde_json::json!({ "path": target_s }).to_string();
-    approve_through_activation(|a| run_env(&s, &[], a));
+    approve_and_load(|a| run_env(&s, &[], a));
     let invoke = |answer: &str| {
         run_env(
             &s,
@@ -159,7 +159,7 @@ fn login(s: &Sandbox, method: &str, stdin: &str) -> (i32, Value) {
 #[test]
 fn auth_logins_file_credentials_in_the_os_keyring_and_nowhere_else() {
     let s = plugin_sandbox(&["auth-canary.ts"]);
-    approve_through_activation(|a| run_env(&s, &[], a));
+    approve_and_load(|a| run_env(&s, &[], a));
     let (code, v) = run_env(&s, &[], &["auth"]);
     assert_eq!(code, 0, "{v}");
     assert_schema("auth", &v);

@@ -48,7 +48,16 @@ pub fn check(target: &str, out: &Out) -> Result<bool, BerthError> {
         env,
         log_file: None,
     })?;
-    // Download, code, contributions: up to three checkpoints, each approved for the author.
+    // Everything the plugin contributes registers here (what Berth's default caps would hold
+    // is reported beside it, `held_by_default`): the author sees the whole plugin.
+    for d in berth_runtime::policy::keys::KEYS
+        .iter()
+        .filter(|d| d.key.starts_with("cap."))
+    {
+        berth.set_policy(d.key, Some(serde_json::json!("allow")), "check")?;
+    }
+    let defaults = berth_runtime::policy::product_defaults();
+    // The fetch, then the bytes: each step approved for the author.
     let act = crate::block_on(async {
         let mut act = berth_runtime::catalog::Activation::default();
         for _ in 0..3 {
@@ -83,8 +92,9 @@ pub fn check(target: &str, out: &Out) -> Result<bool, BerthError> {
         .sources
         .iter()
         .map(|s| {
-            let hooks = berth.with_store(|st| st.contributions(&s.id, &s.digest, &s.approval.backend)).ok().flatten().map(|c| c.hooks).unwrap_or_default();
-            serde_json::json!({ "id": s.id, "kind": s.kind, "entry": s.entry, "state": s.state, "capabilities": s.capabilities.summary, "hooks": hooks })
+            let seen = berth.with_store(|st| st.contributions(&s.id, &s.digest, &s.approval.backend)).ok().flatten().unwrap_or_default();
+            let held = defaults.judge(&s.id, &seen.tools, &seen.hooks).limited;
+            serde_json::json!({ "id": s.id, "kind": s.kind, "entry": s.entry, "state": s.state, "capabilities": s.capabilities.summary, "hooks": seen.hooks, "held_by_default": held })
         })
         .collect();
     let passed = problems.is_empty() && !sources.is_empty();
@@ -100,6 +110,14 @@ pub fn check(target: &str, out: &Out) -> Result<bool, BerthError> {
                 s["state"].as_str().unwrap_or(""),
                 s["hooks"]
             );
+            for h in s["held_by_default"].as_array().into_iter().flatten() {
+                println!(
+                    "    held by Berth's default caps: {} ({} is {})",
+                    h["item"].as_str().unwrap_or(""),
+                    h["category"].as_str().unwrap_or(""),
+                    h["cap"].as_str().unwrap_or("")
+                );
+            }
         }
         for t in &act.tools {
             println!("  tool {} — {}", t.name, t.description);

@@ -87,6 +87,10 @@ enum Command {
         /// Decide for this project only (overrides the decision for every project).
         #[arg(long)]
         this_project: bool,
+        /// For an npm plugin not fetched yet: allow what the fetch brings too (both steps at
+        /// once; the fetched bytes are still read and recorded before anything runs).
+        #[arg(long)]
+        including_fetch: bool,
     },
     /// Refuse sources: they are never imported, and running ones are withdrawn.
     Deny {
@@ -123,6 +127,12 @@ enum Command {
         #[command(subcommand)]
         action: Option<PermissionAction>,
     },
+    /// The effective policy: each value, the layer that set it (organisation > product >
+    /// your settings) and whether you may change it; per source, the mode it runs in.
+    Policy {
+        #[command(subcommand)]
+        action: Option<PolicyAction>,
+    },
     /// Serve the status page and local API on loopback (token-protected).
     Serve {
         #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
@@ -144,6 +154,26 @@ enum AuthAction {
     },
     /// Remove the stored credential of a provider.
     Logout { provider: String },
+}
+
+#[derive(Subcommand, Debug)]
+enum PolicyAction {
+    /// Every value with its layer (default).
+    Show,
+    /// Set your value of KEY (JSON, or a bare word); `--unset` goes back to the layer above.
+    /// Refused when it would loosen the organisation's value.
+    Set {
+        key: String,
+        #[arg(required_unless_present = "unset")]
+        value: Option<String>,
+        #[arg(long, conflicts_with = "value")]
+        unset: bool,
+    },
+    /// Let one contribution of a source through a `review` cap (ITEM as the source lists it,
+    /// e.g. `hook:shell.env` or `tool:webfetch`).
+    Allow { source: String, item: String },
+    /// Hold it for review again.
+    Hold { source: String, item: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -264,13 +294,14 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
             ids,
             all,
             this_project,
+            including_fetch,
         } => {
-            let decided = berth.decide(
-                if *all { None } else { Some(ids) },
-                Decision::Allow,
-                "cli",
-                *this_project,
-            )?;
+            let ids = if *all { None } else { Some(&ids[..]) };
+            let decided = if *including_fetch {
+                berth.approve_including_fetch(ids, "cli", *this_project)?
+            } else {
+                berth.decide(ids, Decision::Allow, "cli", *this_project)?
+            };
             let ids: Vec<&str> = decided.iter().map(|d| d.id.as_str()).collect();
             // Each with the digest of the bytes approved: what runs is exactly that.
             let shown: Vec<String> = decided
@@ -313,6 +344,7 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
             );
         }
         Command::Approvals => out.approvals(&berth.approvals()?),
+        Command::Policy { action } => policy_command(&berth, &out, action.as_ref())?,
         Command::Tools => {
             let act = block_on(async {
                 let act = berth.activate().await;
@@ -666,4 +698,43 @@ async fn shutdown_signal() {
         _ = tokio::signal::ctrl_c() => {},
         _ = term.recv() => {},
     }
+}
+
+/// `berth policy`: show it, set a value, or let a held contribution through.
+fn policy_command(
+    berth: &Berth,
+    out: &output::Out,
+    action: Option<&PolicyAction>,
+) -> Result<(), BerthError> {
+    match action.unwrap_or(&PolicyAction::Show) {
+        PolicyAction::Show => out.policy(&berth.policy(), &berth.status()),
+        PolicyAction::Set { key, value, unset } => {
+            let value = if *unset {
+                None
+            } else {
+                let raw = value.as_deref().unwrap_or_default();
+                Some(
+                    serde_json::from_str(raw)
+                        .unwrap_or_else(|_| serde_json::Value::String(raw.to_string())),
+                )
+            };
+            let entry = berth.set_policy(key, value, "cli")?;
+            out.done(
+                serde_json::json!({ "set": entry }),
+                &format!("{} = {} ({:?})", entry.key, entry.value, entry.layer).to_lowercase(),
+            );
+        }
+        PolicyAction::Allow { source, item } | PolicyAction::Hold { source, item } => {
+            let granted = matches!(action, Some(PolicyAction::Allow { .. }));
+            berth.grant(source, item, granted)?;
+            out.done(
+                serde_json::json!({ "grant": { "source": source, "item": item, "granted": granted } }),
+                &format!(
+                    "{source}: {item} {}",
+                    if granted { "allowed (it registers on the next call)" } else { "held for review again" }
+                ),
+            );
+        }
+    }
+    Ok(())
 }

@@ -169,6 +169,19 @@ impl Out {
             for d in &src.diagnostics {
                 println!("    ! {} [{}] — {}", d.message, d.code, d.recovery);
             }
+            if let Some(step) = &src.approval.step {
+                println!("    step {step}");
+            }
+            for l in &src.limited {
+                println!(
+                    "    held: {} ({} is {}; allow it with `berth policy allow {} {}`)",
+                    l.item,
+                    l.category.key(),
+                    l.cap,
+                    src.id,
+                    l.item
+                );
+            }
             if matches!(
                 src.state,
                 berth_discovery::SourceState::PendingApproval
@@ -181,6 +194,53 @@ impl Out {
                     short_digest(&src.digest)
                 );
             }
+        }
+    }
+}
+
+impl Out {
+    /// The effective policy, and the mode each source runs in.
+    pub fn policy(&self, p: &berth_runtime::policy::Effective, s: &StatusSnapshot) {
+        let sources: Vec<serde_json::Value> = s
+            .sources
+            .iter()
+            .map(
+                |v| serde_json::json!({ "id": v.id, "run_mode": v.run_mode, "limited": v.limited }),
+            )
+            .collect();
+        if self.json {
+            print_json(&serde_json::json!({ "policy": p, "sources": sources }));
+            return;
+        }
+        println!(
+            "organisation file: {} ({})",
+            p.organisation_file.display(),
+            if p.organisation_present {
+                "present"
+            } else {
+                "none"
+            }
+        );
+        for problem in &p.problems {
+            println!("  ! {problem}");
+        }
+        for e in &p.entries {
+            let layer = serde_json::to_value(e.layer).unwrap_or_default();
+            let change = serde_json::to_value(e.changeable).unwrap_or_default();
+            println!(
+                "{:<22} {:<14} {:<13} {:<14} {}",
+                e.key,
+                e.value.to_string(),
+                layer.as_str().unwrap_or_default(),
+                change.as_str().unwrap_or_default(),
+                e.about
+            );
+            if let Some(o) = &e.overruled {
+                println!("    ! {o}");
+            }
+        }
+        for v in s.sources.iter() {
+            println!("{:<40} {}", v.id, v.run_mode.why);
         }
     }
 }

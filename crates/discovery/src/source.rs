@@ -40,6 +40,8 @@ pub enum Scope {
 pub enum SourceState {
     Discovered,
     PendingApproval,
+    /// Decided, its bytes still those approved; not loaded in this process (yet).
+    Approved,
     Preparing,
     PendingActivation,
     Active,

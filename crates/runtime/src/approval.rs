@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use berth_discovery::{Capabilities, Scope, Source, SourceKind, SourceState};
-use berth_store::{ApprovalKey, ApprovalRow, Contributions, Decision, Store};
+use berth_store::{ActiveContributions, ApprovalKey, ApprovalRow, Contributions, Decision, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{code, BerthError};
@@ -59,6 +59,9 @@ pub struct DecisionRequest {
     pub ids: Vec<String>,
     #[serde(default)]
     pub digests: std::collections::BTreeMap<String, String>,
+    /// For npm plugins not fetched yet: allow what the fetch brings too (both steps at once).
+    #[serde(default)]
+    pub including_fetch: bool,
 }
 
 impl DecisionRequest {
@@ -93,15 +96,26 @@ pub struct ApprovalView {
     /// The backend and domain the decision applies to.
     pub backend: String,
     pub domain: String,
+    /// For an npm plugin waiting for the person, which of its two steps this is.
+    pub step: Option<String>,
 }
 
+/// The first of an npm plugin's two steps: its bytes are not here yet.
+pub const STEP_FETCH: &str =
+    "1 of 2: allow fetching the package (install scripts off); what it contains is shown next";
+/// The second: the fetched bytes are here and were read.
+pub const STEP_CONTENTS: &str =
+    "2 of 2: the package was fetched (no code of it ran); decide on what it can do";
+
 /// Applies the decision in force to `source`'s state. `observed` is what the loaded module
-/// really contributed (checkpoint two), when it has been loaded.
+/// really contributed for these bytes (checkpoint two), once they were loaded; `baseline` is
+/// what the source contributed when it was last active (for any bytes).
 pub fn evaluate(
     source: &Source,
     row: Option<&ApprovalRow>,
     key: &ApprovalKey,
     observed: Option<&Contributions>,
+    baseline: Option<&ActiveContributions>,
 ) -> (SourceState, ApprovalView) {
     let mut view = ApprovalView {
         decision: row.map(|r| r.decision),
@@ -109,6 +123,7 @@ pub fn evaluate(
         grew: vec![],
         backend: key.backend.clone(),
         domain: key.domain.clone(),
+        step: None,
     };
     if source.kind == SourceKind::Mcp
         || matches!(
@@ -135,11 +150,9 @@ pub fn evaluate(
             if !view.grew.is_empty() || (moved && !identity_verifiable(source)) {
                 SourceState::PendingApproval
             } else {
-                let extra = observed
-                    .map(|o| unapproved_contributions(&r.shown, o))
-                    .unwrap_or_default();
+                let extra = unconfirmed_growth(r, source, observed, baseline);
                 if extra.is_empty() {
-                    SourceState::Discovered
+                    SourceState::Approved
                 } else {
                     view.grew = extra;
                     SourceState::PendingActivation
@@ -147,7 +160,51 @@ pub fn evaluate(
             }
         }
     };
+    if state == SourceState::PendingApproval && source.kind == SourceKind::NpmPlugin {
+        view.step = Some(
+            if source.capabilities.contents_unknown {
+                STEP_FETCH
+            } else {
+                STEP_CONTENTS
+            }
+            .into(),
+        );
+    }
     (state, view)
+}
+
+/// What a load of `source`'s bytes contributes beyond the version that was active before,
+/// when those bytes are not the ones the person decided on (seed 003 §3.1: contributions found
+/// at the first load of approved bytes only update the real contributions; a *later* load that
+/// contributes more is held until confirmed). Empty: nothing to confirm.
+pub fn unconfirmed_growth(
+    row: &ApprovalRow,
+    source: &Source,
+    observed: Option<&Contributions>,
+    baseline: Option<&ActiveContributions>,
+) -> Vec<String> {
+    let (Some(observed), Some(baseline)) = (observed, baseline) else {
+        return Vec::new();
+    };
+    if row.digest == source.digest || baseline.digest == source.digest {
+        return Vec::new();
+    }
+    let mut known = baseline.contributions.clone();
+    if let Some(c) = row.shown.get("contributions") {
+        known.tools.extend(strings(c.get("tools")));
+        known.hooks.extend(strings(c.get("hooks")));
+    }
+    unapproved_contributions(&known, observed)
+}
+
+fn strings(v: Option<&serde_json::Value>) -> Vec<String> {
+    v.and_then(|a| a.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// What changed in a project source since its approval, in plain words: the files whose
@@ -298,7 +355,9 @@ pub fn growth(approved: &Capabilities, now: &Capabilities) -> Vec<String> {
 }
 
 /// The gate at import: `source` may be imported on `backend` only if the decision in force
-/// allows it and its capabilities (re-read from the bytes about to be imported) did not grow.
+/// allows it, its capabilities (re-read from the bytes about to be imported) did not grow, and
+/// these bytes are not known to contribute more than was active before without the person's
+/// confirmation (their code must not run while held).
 pub fn gate(
     store: &Store,
     source: &Source,
@@ -308,19 +367,25 @@ pub fn gate(
 ) -> Result<(), String> {
     let key = key_for(source, domain, backend, project);
     let row = store.current_approval(&key).map_err(|e| e.to_string())?;
-    // Import is checkpoint one; what the module then contributes is checked after it — and once
-    // these bytes are known to contribute more than was approved, they are not imported again
-    // until the person approves that (their code must not run while held).
     let observed = store
         .contributions(&source.id, &source.digest, &key.backend)
         .map_err(|e| e.to_string())?;
-    match evaluate(source, row.as_ref(), &key, observed.as_ref()) {
+    let baseline = store
+        .active_contributions(&source.id, &key.backend)
+        .map_err(|e| e.to_string())?;
+    match evaluate(
+        source,
+        row.as_ref(),
+        &key,
+        observed.as_ref(),
+        baseline.as_ref(),
+    ) {
         (SourceState::PendingActivation, view) => Err(format!(
-            "{} is held for review: it registers more than was approved ({})",
+            "{} is held for review: it registers more than its last active version ({})",
             source.id,
             view.grew.join("; ")
         )),
-        (SourceState::Discovered, _) => Ok(()),
+        (SourceState::Approved, _) => Ok(()),
         (SourceState::Disabled, _) => Err(format!("{} is denied", source.id)),
         (_, view) if !view.grew.is_empty() => Err(format!(
             "{} grew since approval: {}",
@@ -334,54 +399,37 @@ pub fn gate(
     }
 }
 
-/// Contributions observed after import that the approval did not show, in plain words.
-pub fn unapproved_contributions(
-    shown: &serde_json::Value,
-    observed: &Contributions,
-) -> Vec<String> {
-    let list = |v: Option<&serde_json::Value>| -> BTreeSet<String> {
-        v.and_then(|a| a.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let mut tools = list(shown.get("tools"));
-    tools.extend(list(shown.pointer("/contributions/tools")));
-    let hooks = list(shown.pointer("/contributions/hooks"));
+/// What the person is shown and an approval records: the capability summary, every file with
+/// its digest (the gate compares file by file), and what the loaded module contributed for
+/// these bytes when that is known.
+pub fn shown_for(
+    capabilities: &Capabilities,
+    manifest: &berth_discovery::Manifest,
+    observed: Option<&Contributions>,
+) -> serde_json::Value {
+    let mut shown = serde_json::to_value(capabilities).unwrap_or_default();
+    shown["manifest"] = serde_json::to_value(manifest).unwrap_or_default();
+    if let Some(c) = observed {
+        shown["contributions"] = serde_json::json!({ "tools": c.tools, "hooks": c.hooks });
+    }
+    shown
+}
+
+/// What `observed` contributes beyond `known`, in plain words.
+pub fn unapproved_contributions(known: &Contributions, observed: &Contributions) -> Vec<String> {
     let mut out = Vec::new();
-    let new_tools: Vec<&String> = observed
-        .tools
-        .iter()
-        .filter(|t| !tools.contains(*t))
-        .collect();
-    if !new_tools.is_empty() {
-        out.push(format!(
-            "registers tools: {}",
-            new_tools
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    let new_hooks: Vec<&String> = observed
-        .hooks
-        .iter()
-        .filter(|h| !hooks.contains(*h))
-        .collect();
-    if !new_hooks.is_empty() {
-        out.push(format!(
-            "registers hooks: {}",
-            new_hooks
-                .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    let mut list = |label: &str, have: &[String], now: &[String]| {
+        let new: Vec<&str> = now
+            .iter()
+            .filter(|t| !have.contains(t))
+            .map(String::as_str)
+            .collect();
+        if !new.is_empty() {
+            out.push(format!("{label}: {}", new.join(", ")));
+        }
+    };
+    list("registers tools", &known.tools, &observed.tools);
+    list("registers hooks", &known.hooks, &observed.hooks);
     out
 }
 

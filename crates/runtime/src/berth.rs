@@ -20,7 +20,9 @@ use crate::catalog::{Activation, Catalog};
 use crate::core::{BerthOptions, Core, Publisher};
 use crate::decisions::{Decided, Decisions};
 use crate::error::BerthError;
+use crate::governor::Governor;
 use crate::plugin_calls::{PluginCalls, Upcaller};
+use crate::policy::{Effective, Entry};
 use crate::runtimes::RuntimeKind;
 use crate::secret::Secret;
 use crate::snapshot::{StatusEvent, StatusSnapshot};
@@ -41,20 +43,28 @@ struct Parts {
     auth: Auth,
     status: Arc<Status>,
     decisions: Decisions,
+    policy: Arc<Governor>,
 }
 
 impl Berth {
     /// Opens the store (migrating it), scans the project once and builds the first snapshot.
     pub fn open(options: BerthOptions) -> Result<Berth, BerthError> {
         let core = Arc::new(Core::open(options)?);
+        let policy = Governor::new(core.clone());
         let world = Arc::new(World::default());
-        let catalog = Catalog::new(core.clone(), world.clone());
+        let catalog = Catalog::new(core.clone(), world.clone(), policy.clone());
         let calls = Arc::new(PluginCalls {
             core: core.clone(),
             world: world.clone(),
             catalog: catalog.clone(),
+            policy: policy.clone(),
         });
-        let status = Arc::new(Status::new(core.clone(), world.clone(), catalog.clone()));
+        let status = Arc::new(Status::new(
+            core.clone(),
+            world.clone(),
+            catalog.clone(),
+            policy.clone(),
+        ));
         let publisher: Weak<dyn Publisher> = Arc::downgrade(&status) as Weak<dyn Publisher>;
         core.wire(Arc::new(Upcaller(Arc::downgrade(&calls))), publisher);
         let berth = Berth {
@@ -66,7 +76,9 @@ impl Berth {
                 decisions: Decisions {
                     core: core.clone(),
                     status: status.clone(),
+                    policy: policy.clone(),
                 },
+                policy,
                 core,
                 world,
                 catalog,
@@ -125,7 +137,48 @@ impl Berth {
     ) -> Result<Vec<Decided>, BerthError> {
         self.parts
             .decisions
-            .decide(ids, decision, decided_by, this_project_only)
+            .decide(ids, decision, decided_by, this_project_only, false)
+    }
+
+    /// Approves npm plugins together with what their fetch brings (both steps at once): the
+    /// fetched bytes are judged and recorded as approved when they are here.
+    pub fn approve_including_fetch(
+        &self,
+        ids: Option<&[String]>,
+        decided_by: &str,
+        this_project_only: bool,
+    ) -> Result<Vec<Decided>, BerthError> {
+        self.parts
+            .decisions
+            .decide(ids, Decision::Allow, decided_by, this_project_only, true)
+    }
+
+    // ---- the policy -----------------------------------------------------------------------
+
+    /// The effective policy: each value with the layer that set it.
+    pub fn policy(&self) -> Arc<Effective> {
+        self.parts.policy.refresh();
+        self.parts.policy.current()
+    }
+
+    /// Sets the person's value of a policy key (`None`: back to the layer above); refused when
+    /// it would loosen a higher layer. The next call applies it.
+    pub fn set_policy(
+        &self,
+        key: &str,
+        value: Option<Value>,
+        by: &str,
+    ) -> Result<Entry, BerthError> {
+        let entry = self.parts.policy.set(key, value, by)?;
+        self.rescan();
+        Ok(entry)
+    }
+
+    /// Lets one contribution of a source through a `review` cap (or takes that back).
+    pub fn grant(&self, source_id: &str, item: &str, granted: bool) -> Result<(), BerthError> {
+        self.parts.policy.grant(source_id, item, granted)?;
+        self.rescan();
+        Ok(())
     }
 
     /// Gives each source of `ids` a host of its own (`own`), or puts it back in the shared one.

@@ -41,6 +41,17 @@ impl BerthOptions {
     }
 }
 
+impl BerthOptions {
+    /// The organisation's policy file: the one `BERTH_MANAGED_POLICY` names, else
+    /// `/etc/berth/managed.json` (its drop-ins in `managed.d/` beside it).
+    pub fn managed_policy_path(&self) -> PathBuf {
+        std::env::var_os("BERTH_MANAGED_POLICY")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/etc/berth/managed.json"))
+    }
+}
+
 /// The default data dir: `$XDG_DATA_HOME/berth`, else `~/.local/share/berth`.
 pub fn default_data_dir(env: &OpencodeEnv) -> PathBuf {
     env.data_home().join("berth")
@@ -291,6 +302,7 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
         prompts: vec![],
         calls: Default::default(),
         standing_answers: Default::default(),
+        policy: Default::default(),
         revision: 0,
     }
 }

@@ -14,6 +14,7 @@ use berth_store::{ApprovalRow, Decision, NewApproval};
 use crate::approval;
 use crate::core::Core;
 use crate::error::{code, BerthError};
+use crate::governor::Governor;
 use crate::snapshot::SourceView;
 use crate::status::Status;
 
@@ -27,6 +28,7 @@ pub struct Decided {
 pub(crate) struct Decisions {
     pub(crate) core: Arc<Core>,
     pub(crate) status: Arc<Status>,
+    pub(crate) policy: Arc<Governor>,
 }
 
 impl Decisions {
@@ -42,6 +44,7 @@ impl Decisions {
         decision: Decision,
         decided_by: &str,
         this_project_only: bool,
+        including_fetch: bool,
     ) -> Result<Vec<Decided>, BerthError> {
         self.status.rescan();
         let snapshot = self.core.status();
@@ -101,18 +104,40 @@ impl Decisions {
                 .for_plugin(s.id.clone()));
             }
         }
+        // The organisation decides which sources may run at all; nothing outside its list is
+        // approved.
+        if decision == Decision::Allow {
+            let policy = self.policy.current();
+            for s in &chosen {
+                if let Err(why) =
+                    policy.source_allowed(&s.id, s.npm.as_ref().map(|n| n.name.as_str()))
+                {
+                    return Err(BerthError::new(
+                        code::POLICY_LIMITED,
+                        "approval",
+                        format!("{} cannot be approved: {why}", s.id),
+                        "ask your administrator to add it to `sources.allow`",
+                    )
+                    .for_plugin(s.id.clone()));
+                }
+            }
+        }
         let backend = approval::backend_for(&self.core.runtimes);
         self.core.with_store(|store| -> Result<(), BerthError> {
             for s in &chosen {
                 let key =
                     approval::key_for(s, self.core.domain(), backend, &self.core.project_key());
-                let mut shown = serde_json::to_value(&s.capabilities).unwrap_or_default();
-                // Every file with the digest it had when shown: the gate compares file by file.
-                shown["manifest"] = serde_json::to_value(&s.manifest).unwrap_or_default();
                 // What the loaded module showed (checkpoint two) is part of what is approved.
-                if let Some(c) = store.contributions(&s.id, &s.digest, &key.backend)? {
-                    shown["contributions"] =
-                        serde_json::json!({ "tools": c.tools, "hooks": c.hooks });
+                let observed = store.contributions(&s.id, &s.digest, &key.backend)?;
+                let mut shown =
+                    approval::shown_for(&s.capabilities, &s.manifest, observed.as_ref());
+                // An npm plugin allowed before its fetch, with what the fetch brings: its second
+                // step is taken by this decision (the bytes are judged and recorded when here).
+                if including_fetch
+                    && s.kind == SourceKind::NpmPlugin
+                    && s.capabilities.contents_unknown
+                {
+                    shown["including_fetch"] = serde_json::Value::Bool(true);
                 }
                 store.record_approval(&NewApproval {
                     key: &key,

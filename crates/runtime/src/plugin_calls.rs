@@ -24,6 +24,7 @@ use crate::compat::OPENCODE_VERSION;
 use crate::core::Core;
 use crate::error::code;
 use crate::host::Upcalls;
+use crate::policy::Category;
 use crate::secret::Secret;
 use crate::world::*;
 
@@ -32,6 +33,7 @@ pub(crate) struct PluginCalls {
     pub(crate) core: Arc<Core>,
     pub(crate) world: Arc<World>,
     pub(crate) catalog: Arc<Catalog>,
+    pub(crate) policy: Arc<crate::governor::Governor>,
 }
 
 /// The supervisor's way into Berth; holds no strong reference.
@@ -90,6 +92,43 @@ fn client_error(status: u16, error: Value) -> Value {
 }
 
 impl PluginCalls {
+    /// A call through a capped category (what a plugin puts before the person, credentials),
+    /// checked against the policy in force at the moment of the call: the refusal, `None`
+    /// when it may go on. A refusal touches only this call, and the source shows it.
+    fn capped(&self, instance: &str, method: &str) -> Option<Value> {
+        let category = match method {
+            m if m.starts_with("tui.") => Category::Ui,
+            "auth.set" => Category::Credentials,
+            _ => return None,
+        };
+        let limit = self
+            .policy
+            .current()
+            .admits(instance, &format!("call:{method}"), category)
+            .err()?;
+        let message = format!(
+            "client.{method} is limited by policy: {} is `{}` ({} layer){}",
+            category.key(),
+            limit.cap,
+            serde_json::to_value(limit.layer)
+                .ok()?
+                .as_str()
+                .unwrap_or_default(),
+            if limit.cap == "review" {
+                "; allow it for this plugin on the status page"
+            } else {
+                ""
+            },
+        );
+        if self.catalog.state().note_limited(instance, limit) {
+            self.core.rescan();
+        }
+        Some(client_error(
+            403,
+            json!({ "name": "PolicyLimited", "data": { "code": code::POLICY_LIMITED, "message": message } }),
+        ))
+    }
+
     /// One call from plugin code (an `up` frame, or a `serverUrl` request).
     pub(crate) async fn upcall(
         &self,
@@ -118,6 +157,9 @@ impl PluginCalls {
                 json!({ "name": "NotFoundError", "data": { "message": format!("{what} not found: {id} (Berth runs no OpenCode sessions)") } }),
             )
         };
+        if let Some(refused) = self.capped(instance, method) {
+            return refused;
+        }
         match method {
             "app.log" => {
                 let b = &opts["body"];

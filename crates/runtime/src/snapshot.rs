@@ -46,6 +46,8 @@ pub struct StatusSnapshot {
     /// The person's standing answers to permissions (`berth permissions`, "Always"), each for
     /// one plugin or for every plugin (`source_id` `*`).
     pub standing_answers: Arc<Vec<berth_store::PermissionRule>>,
+    /// The effective policy: each value with the layer that set it.
+    pub policy: Arc<crate::policy::Effective>,
     /// The latest tool calls from their receipts, newest first: what ran and how it ended
     /// (arguments and output stay in `berth receipts`).
     pub calls: Arc<Vec<CallView>>,
@@ -143,6 +145,45 @@ pub struct SourceView {
     /// It runs in a host of its own (no other plugin shares its process); else in the
     /// backend's shared host, one trust domain with the plugins there.
     pub own_host: bool,
+    /// What the policy's caps keep from it (held for review or refused); the rest is active
+    /// (*partially limited*).
+    pub limited: Vec<crate::policy::Limited>,
+    /// The mode it runs in, and why.
+    pub run_mode: RunMode,
+}
+
+/// How a source runs: compatible (the person's own rights, install scripts off) or
+/// restricted (an OS boundary), with the layer that decided it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunMode {
+    pub mode: &'static str,
+    pub layer: crate::policy::Layer,
+    pub why: String,
+}
+
+impl RunMode {
+    pub fn of(restricted: bool, layer: crate::policy::Layer) -> RunMode {
+        use crate::policy::Layer;
+        let by = match layer {
+            Layer::Organisation => "your organisation's policy",
+            Layer::Product => "Berth's default",
+            Layer::User => "your setting",
+        };
+        let what = if restricted {
+            "restricted: an OS boundary limits it to the project, its own files and no network"
+        } else {
+            "compatible: it runs with your own rights (install scripts off), as in OpenCode"
+        };
+        RunMode {
+            mode: if restricted {
+                "restricted"
+            } else {
+                "compatible"
+            },
+            layer,
+            why: format!("{what} ({by})"),
+        }
+    }
 }
 
 impl std::ops::Deref for SourceView {
@@ -206,7 +247,7 @@ impl Counts {
                 SourceState::Unsupported
                 | SourceState::PolicyLimited
                 | SourceState::IncompatibleVersion => c.unsupported += 1,
-                SourceState::Discovered | SourceState::Preparing => {}
+                SourceState::Discovered | SourceState::Approved | SourceState::Preparing => {}
             }
         }
         c

@@ -15,6 +15,7 @@ use crate::approval;
 use crate::catalog::Catalog;
 use crate::core::{Core, Publisher};
 use crate::error::code;
+use crate::governor::Governor;
 use crate::snapshot::*;
 use crate::world::World;
 
@@ -22,6 +23,7 @@ pub(crate) struct Status {
     core: Arc<Core>,
     world: Arc<World>,
     catalog: Arc<Catalog>,
+    policy: Arc<Governor>,
     /// Per-file parse cache lives here, so rescans only re-read what changed.
     scanner: Mutex<Scanner>,
     /// Content fingerprint of the current snapshot, to publish only real changes.
@@ -29,12 +31,18 @@ pub(crate) struct Status {
 }
 
 impl Status {
-    pub(crate) fn new(core: Arc<Core>, world: Arc<World>, catalog: Arc<Catalog>) -> Status {
+    pub(crate) fn new(
+        core: Arc<Core>,
+        world: Arc<World>,
+        catalog: Arc<Catalog>,
+        policy: Arc<Governor>,
+    ) -> Status {
         let scanner = Mutex::new(core.scanner());
         Status {
             core,
             world,
             catalog,
+            policy,
             scanner,
             fingerprint: Mutex::new(String::new()),
         }
@@ -49,11 +57,14 @@ impl Status {
         };
         let g = &discovery.graph;
         let backend = approval::backend_for(&self.core.runtimes);
-        let (tools, activity) = {
+        self.policy.refresh();
+        let policy = self.policy.current();
+        let (tools, activity, limited) = {
             let cat = self.catalog.state();
             (
                 cat.tools.values().cloned().collect::<Vec<_>>(),
                 cat.activity.clone(),
+                cat.limited.clone(),
             )
         };
         let hosts = self
@@ -83,12 +94,25 @@ impl Status {
                         .contributions(&src.id, &src.digest, &key.backend)
                         .ok()
                         .flatten();
-                    let (mut state, view) =
-                        approval::evaluate(src, row.as_ref(), &key, observed.as_ref());
+                    let baseline = store.active_contributions(&src.id, &key.backend).ok().flatten();
+                    let (mut state, view) = approval::evaluate(
+                        src,
+                        row.as_ref(),
+                        &key,
+                        observed.as_ref(),
+                        baseline.as_ref(),
+                    );
                     // The host's word, for sources the gate let through.
-                    if state == SourceState::Discovered {
+                    if state == SourceState::Approved {
                         if let Some(s) = activity.get(&src.id) {
                             state = *s;
+                        }
+                    }
+                    let mut policy_note = None;
+                    if matches!(state, SourceState::PendingApproval | SourceState::Approved) {
+                        if let Err(why) = policy.source_allowed(&src.id, src.npm.as_ref().map(|n| n.name.as_str())) {
+                            state = SourceState::PolicyLimited;
+                            policy_note = Some(why);
                         }
                     }
                     let mut source = src.clone();
@@ -110,8 +134,26 @@ impl Status {
                             "look at the plugin's diagnostics and log, then press Resume on the status page (or restart Berth)",
                         ));
                     }
+                    if let Some(why) = policy_note {
+                        source.diagnostics.push(berth_discovery::Diagnostic::new(
+                            code::POLICY_LIMITED,
+                            format!("nothing of it runs: {why}"),
+                            "ask your administrator to add it to `sources.allow`",
+                        ));
+                    }
+                    let (restricted, layer) = policy.restricted(&source.id);
                     SourceView {
                         own_host: own.contains(&source.id),
+                        // What this process registered; else what the caps would keep from
+                        // what it was seen to contribute (a one-shot CLI shows the same).
+                        limited: limited.get(&source.id).cloned().unwrap_or_else(|| {
+                            observed
+                                .as_ref()
+                                .filter(|_| state == SourceState::Approved)
+                                .map(|o| policy.judge(&source.id, &o.tools, &o.hooks).limited)
+                                .unwrap_or_default()
+                        }),
+                        run_mode: RunMode::of(restricted, layer),
                         source,
                         approval: view,
                     }
@@ -140,6 +182,8 @@ impl Status {
                 g.diagnostics,
                 g.pure,
                 tools,
+                policy.entries,
+                policy.problems,
                 hosts
                     .iter()
                     .map(|h| (h.pid, &h.instances))
@@ -183,6 +227,7 @@ impl Status {
             prompts,
             calls: Arc::new(calls),
             standing_answers: Arc::new(standing_answers),
+            policy,
             revision: old.revision + 1,
         });
         let diff = SnapshotDiff::between(&old, &snapshot);

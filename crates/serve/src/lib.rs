@@ -152,6 +152,8 @@ impl Server {
             .route("/api/deny", axum::routing::post(deny))
             .route("/api/prompt", axum::routing::post(answer_prompt))
             .route("/api/resume", axum::routing::post(resume))
+            .route("/api/policy", axum::routing::post(set_policy))
+            .route("/api/policy/grant", axum::routing::post(grant))
             .route("/api/invoke", axum::routing::post(invoke))
             .route_layer(middleware::from_fn_with_state(
                 self.state.clone(),
@@ -314,14 +316,88 @@ async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Dec
         Err(e) => return refuse(StatusCode::BAD_REQUEST, e.code, &e.message, &e.recovery),
     };
     let berth = s.berth.clone();
-    let result =
-        tokio::task::spawn_blocking(move || berth.decide(Some(&choices), decision, "page", false))
-            .await;
+    let with_fetch = body.including_fetch && decision == berth_store::Decision::Allow;
+    let result = tokio::task::spawn_blocking(move || {
+        if with_fetch {
+            berth.approve_including_fetch(Some(&choices), "page", false)
+        } else {
+            berth.decide(Some(&choices), decision, "page", false)
+        }
+    })
+    .await;
     match result {
         Ok(r) => answer(r.map(|decided| {
             let ids: Vec<&str> = decided.iter().map(|d| d.id.as_str()).collect();
             serde_json::json!({ "decided": ids })
         })),
+        Err(e) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            code::TEMPORARILY_UNAVAILABLE,
+            &e.to_string(),
+            "retry",
+        ),
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyChange {
+    key: String,
+    /// `null` takes the person's setting back.
+    value: serde_json::Value,
+}
+
+/// The person's value of one policy key: `{"key": "cap.ui", "value": "review"}` (the same
+/// rules as `berth policy set`: a value that loosens the organisation's is refused).
+async fn set_policy(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let change: PolicyChange = match parse_body(
+        &body,
+        "{\"key\": .., \"value\": ..}",
+        "{\"key\": \"cap.ui\", \"value\": \"review\"}",
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let berth = s.berth.clone();
+    let value = Some(change.value).filter(|v| !v.is_null());
+    let result =
+        tokio::task::spawn_blocking(move || berth.set_policy(&change.key, value, "page")).await;
+    match result {
+        Ok(r) => answer(r.map(|entry| serde_json::json!({ "set": entry }))),
+        Err(e) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            code::TEMPORARILY_UNAVAILABLE,
+            &e.to_string(),
+            "retry",
+        ),
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Grant {
+    source: String,
+    item: String,
+    granted: bool,
+}
+
+/// Lets one held contribution of a source through its `review` cap, or holds it again.
+async fn grant(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let g: Grant = match parse_body(
+        &body,
+        "{\"source\": .., \"item\": .., \"granted\": ..}",
+        "{\"source\": \"plugin-a-1d7e648b\", \"item\": \"hook:shell.env\", \"granted\": true}",
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let berth = s.berth.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        berth.grant(&g.source, &g.item, g.granted).map(|()| serde_json::json!({ "grant": { "source": g.source, "item": g.item, "granted": g.granted } }))
+    })
+    .await;
+    match result {
+        Ok(r) => answer(r),
         Err(e) => refuse(
             StatusCode::INTERNAL_SERVER_ERROR,
             code::TEMPORARILY_UNAVAILABLE,

@@ -127,12 +127,17 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Moves whenever any process records a decision (the newest row's id; 0 for none). Cheap
-    /// enough to read before every call: a decision made elsewhere takes effect before the
+    /// Moves whenever any process records a decision, a policy setting or a contribution grant
+    /// (the sum of the three logs' newest ids; each only grows). Cheap enough to read before
+    /// every call: a decision made elsewhere takes effect before the
     /// next call runs anything.
     pub fn decisions_marker(&self) -> Result<i64, StoreError> {
         self.conn
-            .prepare_cached("SELECT coalesce(max(id), 0) FROM approvals")
+            .prepare_cached(
+                "SELECT (SELECT coalesce(max(id), 0) FROM approvals)
+                      + (SELECT coalesce(max(id), 0) FROM policy_settings)
+                      + (SELECT coalesce(max(id), 0) FROM contribution_grants)",
+            )
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(|e| self.err(e))
     }

@@ -15,6 +15,7 @@ mod error;
 mod migrations;
 mod open;
 mod permissions;
+mod policy;
 mod receipts;
 
 pub use approvals::{ApprovalKey, ApprovalRow, Contributions, Decision, NewApproval};
@@ -22,6 +23,7 @@ pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};
 pub use permissions::{PermissionDecision, PermissionLevel, PermissionRule, EVERY_PLUGIN};
+pub use policy::{ActiveContributions, PolicySetting};
 pub use receipts::{Accepted, Finish, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
 
 #[cfg(test)]

@@ -115,6 +115,34 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         source_id     TEXT PRIMARY KEY NOT NULL,
         set_at_ms     INTEGER NOT NULL
     ) STRICT;",
+    // 10: the person's policy settings (a log: the newest row per key is in force, a NULL value
+    // puts the key back to the layer above), the contributions the person let through a
+    // `review` cap per source, and what each source contributed when it was last active (the
+    // baseline a later load is compared with).
+    "CREATE TABLE policy_settings (
+        id            INTEGER PRIMARY KEY,
+        key           TEXT NOT NULL,
+        value_json    TEXT,
+        set_by        TEXT NOT NULL,
+        set_at_ms     INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX policy_settings_by_key ON policy_settings (key, id DESC);
+    CREATE TABLE contribution_grants (
+        id            INTEGER PRIMARY KEY,
+        source_id     TEXT NOT NULL,
+        item          TEXT NOT NULL,
+        granted       INTEGER NOT NULL,
+        set_at_ms     INTEGER NOT NULL
+    ) STRICT;
+    CREATE TABLE active_contributions (
+        source_id     TEXT NOT NULL,
+        backend       TEXT NOT NULL,
+        digest        TEXT NOT NULL,
+        tools_json    TEXT NOT NULL,
+        hooks_json    TEXT NOT NULL,
+        active_at_ms  INTEGER NOT NULL,
+        PRIMARY KEY (source_id, backend)
+    ) STRICT;",
 ];
 
 /// The schema version this build writes.

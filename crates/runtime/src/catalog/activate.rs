@@ -57,13 +57,16 @@ impl Catalog {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .decisions_seen;
-        if now.is_none() || now != seen {
+        // The organisation's file changed (it is not in the store): the caps are judged again.
+        let policy_moved = self.policy.refresh();
+        if now.is_none() || now != seen || policy_moved {
             Box::pin(self.activate_in_turn()).await;
         }
     }
 
     pub(super) async fn activate_inner(&self) -> Activation {
         let mut act = Activation::default();
+        self.policy.refresh();
         let marker = self.core.with_store(|s| s.decisions_marker()).ok();
         self.state
             .lock()
@@ -133,6 +136,7 @@ impl Catalog {
         }
         if prepared_any {
             fresh = self.core.fresh_scan();
+            self.approve_fetched(&fresh.sources, backend_now);
         }
         let backend = approval::backend_for(&self.core.runtimes());
         let mut cleared: HashMap<String, &berth_discovery::Source> = HashMap::new();
@@ -216,8 +220,7 @@ impl Catalog {
                 .cloned()
                 .collect();
             for id in &gone {
-                cat.hooks.retain(|h| &h.source_id != id);
-                cat.withdraw_tools(id);
+                cat.withdraw(id);
                 cat.loaded.remove(id);
                 cat.activity.remove(id);
             }
@@ -409,8 +412,7 @@ impl Catalog {
             if loading.is_ok() && !still_cleared {
                 {
                     let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                    cat.withdraw_tools(&id);
-                    cat.hooks.retain(|h| h.source_id != id);
+                    cat.withdraw(&id);
                     cat.activity.remove(&id);
                 }
                 // Only what this host ran loads again; the revoked source's calls end `cancelled`.
@@ -449,28 +451,36 @@ impl Catalog {
                         backend,
                         &self.core.project_key(),
                     );
-                    let _ = self.core.with_store(|s| {
-                        s.record_contributions(&id, &source.digest, &key.backend, &observed)
+                    let (row, baseline) = self.core.with_store(|s| {
+                        let _ =
+                            s.record_contributions(&id, &source.digest, &key.backend, &observed);
+                        (
+                            s.current_approval(&key).ok().flatten(),
+                            s.active_contributions(&id, &key.backend).ok().flatten(),
+                        )
                     });
-                    let shown = self
-                        .core
-                        .with_store(|s| s.current_approval(&key))
-                        .ok()
-                        .flatten()
-                        .map(|r| r.shown)
+                    let extra = row
+                        .as_ref()
+                        .map(|r| {
+                            approval::unconfirmed_growth(
+                                r,
+                                source,
+                                Some(&observed),
+                                baseline.as_ref(),
+                            )
+                        })
                         .unwrap_or_default();
-                    let extra = approval::unapproved_contributions(&shown, &observed);
                     if !extra.is_empty() {
-                        // Checkpoint two: the module contributes more than was approved. None
-                        // of it is registered, and its code — already imported — must not keep
-                        // running: its host is stopped once the plugins not loaded before are
-                        // imported (one stop however many are held), before anything else is.
+                        // A later load (changed bytes the person did not decide on) contributes
+                        // more than the version that was active before. None of it is
+                        // registered, and its code — already imported — must not keep running:
+                        // its host is stopped once the plugins not loaded before are imported
+                        // (one stop however many are held), before anything else is.
                         {
                             let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                            cat.withdraw_tools(&id);
+                            cat.withdraw(&id);
                             cat.activity
                                 .insert(id.clone(), SourceState::PendingActivation);
-                            cat.hooks.retain(|h| h.source_id != id);
                         }
                         held.entry(host_key.clone()).or_default().push(id.clone());
                         act.held_code = true;
@@ -478,14 +488,20 @@ impl Catalog {
                             BerthError::new(
                                 code::ACTION_REQUIRED,
                                 "activation",
-                                format!("the loaded module contributes more than was approved ({}); none of it is registered and its code was stopped (pending-activation)", extra.join("; ")),
-                                "review what it registers and approve the source again",
+                                format!("its new version contributes more than the version that was active before ({}); none of it is registered and its code was stopped (pending-activation)", extra.join("; ")),
+                                "review what it registers now and approve the source again",
                             )
                             .for_plugin(id.clone()),
                         );
                         self.withdraw_world(std::slice::from_ref(&id));
                         continue;
                     }
+                    // What it really contributes is now its baseline (the first load of the
+                    // bytes the person approved, or no more than before).
+                    let _ = self.core.with_store(|s| {
+                        s.record_active_contributions(&id, &key.backend, &source.digest, &observed)
+                    });
+                    let policy = self.policy.current();
                     let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     host.loaded
                         .lock()
@@ -493,24 +509,27 @@ impl Catalog {
                         .insert(id.clone());
                     cat.loaded.insert(id.clone(), source.digest.clone());
                     cat.activity.insert(id.clone(), SourceState::Active);
-                    cat.register_tools(&id, loaded);
-                    cat.hooks.retain(|h| h.source_id != id);
-                    if source.kind != SourceKind::StandaloneTool {
+                    let plugin = source.kind != SourceKind::StandaloneTool;
+                    if plugin {
                         newly_loaded_plugins += 1;
-                        cat.hooks.push(HookOwner {
-                            source_id: id.clone(),
+                    }
+                    cat.offer(
+                        &id,
+                        Offered {
                             host: host_key.clone(),
                             order: source.order,
+                            plugin,
+                            tools: loaded,
                             hooks,
                             auth,
-                        });
-                        cat.hooks.sort_by_key(|h| h.order);
-                    }
+                        },
+                        &policy,
+                    );
                 }
                 Err(e) => {
                     let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     cat.activity.insert(id.clone(), SourceState::LoadFailed);
-                    cat.withdraw_tools(&id);
+                    cat.withdraw(&id);
                     cat.loaded.remove(&id);
                     act.problems.push(e.for_plugin(id.clone()));
                 }
@@ -537,15 +556,58 @@ impl Catalog {
                 ),
             }
         }
-        act.tools = self
-            .state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .tools
-            .values()
-            .cloned()
-            .collect();
+        // The caps in force now decide what of every loaded source is registered (a policy
+        // change takes effect here, without importing anything again).
+        let policy = self.policy.current();
+        let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        cat.judge_all(&policy);
+        act.tools = cat.tools.values().cloned().collect();
         act
+    }
+
+    /// npm plugins the person allowed together with what their fetch brings: now that the
+    /// bytes are here, that decision is recorded for them (the audit trail says so).
+    fn approve_fetched(&self, sources: &[berth_discovery::Source], backend: RuntimeKind) {
+        for source in sources
+            .iter()
+            .filter(|s| s.kind == SourceKind::NpmPlugin && !s.capabilities.contents_unknown)
+        {
+            let key = approval::key_for(
+                source,
+                self.core.domain(),
+                backend,
+                &self.core.project_key(),
+            );
+            let _ = self
+                .core
+                .with_store(|s| -> Result<(), berth_store::StoreError> {
+                    let Some(row) = s.current_approval(&key)? else {
+                        return Ok(());
+                    };
+                    let before_fetch =
+                        row.shown.get("contents_unknown") == Some(&Value::Bool(true));
+                    let with_fetch = row.shown.get("including_fetch") == Some(&Value::Bool(true));
+                    if row.decision != berth_store::Decision::Allow
+                        || !before_fetch
+                        || !with_fetch
+                        || row.digest == source.digest
+                    {
+                        return Ok(());
+                    }
+                    let shown = approval::shown_for(&source.capabilities, &source.manifest, None);
+                    s.record_approval(&berth_store::NewApproval {
+                        key: &key,
+                        plugin_identity: &source.entry,
+                        decision: berth_store::Decision::Allow,
+                        digest: &source.digest,
+                        capability_digest: &source.capability_digest,
+                        shown: &shown,
+                        decided_by: &format!("{} (allowed with its fetch)", row.decided_by),
+                        this_project_only: row.project.is_some(),
+                    })?;
+                    Ok(())
+                });
+        }
     }
 
     /// Stops the hosts that imported a plugin held for review (`held`: host → those plugins).

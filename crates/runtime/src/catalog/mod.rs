@@ -18,7 +18,9 @@ use serde_json::{json, Value};
 
 use crate::core::Core;
 use crate::error::BerthError;
+use crate::governor::Governor;
 use crate::host::HostKey;
+use crate::policy::{Effective, Limited};
 use crate::runtimes::RuntimeKind;
 pub use crate::snapshot::{Provider, ToolEntry};
 use crate::world::World;
@@ -51,6 +53,22 @@ pub(crate) struct CatalogState {
     /// The store's decisions marker when activation last read the decisions: a call that finds
     /// it moved (a decision made here or in another process) activates first.
     pub decisions_seen: Option<i64>,
+    /// What each loaded source offered (before the policy's caps), to judge again when the
+    /// policy changes without importing anything again.
+    offered: HashMap<String, Offered>,
+    /// What the caps keep from each loaded source (held for review or refused).
+    pub limited: HashMap<String, Vec<Limited>>,
+}
+
+/// Everything a loaded source offered, and where it runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Offered {
+    pub host: HostKey,
+    pub order: usize,
+    pub plugin: bool,
+    pub tools: Vec<ToolEntry>,
+    pub hooks: Vec<String>,
+    pub auth: Vec<Value>,
 }
 
 impl CatalogState {
@@ -73,6 +91,85 @@ impl CatalogState {
         }
         if !names.is_empty() {
             self.claimed_by.insert(id.to_string(), names);
+        }
+    }
+
+    /// Takes back everything source `id` offered and registered.
+    pub fn withdraw(&mut self, id: &str) {
+        self.withdraw_tools(id);
+        self.hooks.retain(|h| h.source_id != id);
+        self.offered.remove(id);
+        self.limited.remove(id);
+    }
+
+    /// Registers what `id` offers as the policy admits it: the tools and hooks it allows, the
+    /// `auth` methods only when its credentials cap does; the rest is recorded as limited.
+    pub fn offer(&mut self, id: &str, offered: Offered, policy: &Effective) {
+        self.offered.insert(id.to_string(), offered);
+        self.judge(id, policy);
+    }
+
+    /// Records a call of `id` a cap refused; true when it was not shown yet.
+    pub fn note_limited(&mut self, id: &str, limit: Limited) -> bool {
+        let list = self.limited.entry(id.to_string()).or_default();
+        if list.contains(&limit) {
+            return false;
+        }
+        list.push(limit);
+        true
+    }
+
+    /// Judges every loaded source again (the policy changed).
+    pub fn judge_all(&mut self, policy: &Effective) {
+        let ids: Vec<String> = self.offered.keys().cloned().collect();
+        for id in ids {
+            self.judge(&id, policy);
+        }
+    }
+
+    fn judge(&mut self, id: &str, policy: &Effective) {
+        let Some(o) = self.offered.get(id).cloned() else {
+            return;
+        };
+        let names: Vec<String> = o.tools.iter().map(|t| t.name.clone()).collect();
+        let judged = policy.judge(id, &names, &o.hooks);
+        let tools: Vec<ToolEntry> = o
+            .tools
+            .into_iter()
+            .filter(|t| judged.tools.contains(&t.name))
+            .collect();
+        self.register_tools(id, tools);
+        self.hooks.retain(|h| h.source_id != id);
+        if o.plugin {
+            let auth = if judged.hooks.iter().any(|h| h == "auth") {
+                o.auth
+            } else {
+                Vec::new()
+            };
+            self.hooks.push(HookOwner {
+                source_id: id.to_string(),
+                host: o.host,
+                order: o.order,
+                hooks: judged.hooks,
+                auth,
+            });
+            self.hooks.sort_by_key(|h| h.order);
+        }
+        // Calls a cap refused stay shown while the cap still refuses them.
+        let mut limited = judged.limited;
+        if let Some(before) = self.limited.get(id) {
+            limited.extend(
+                before
+                    .iter()
+                    .filter(|l| l.item.starts_with("call:"))
+                    .filter(|l| policy.admits(id, &l.item, l.category).is_err())
+                    .cloned(),
+            );
+        }
+        if limited.is_empty() {
+            self.limited.remove(id);
+        } else {
+            self.limited.insert(id.to_string(), limited);
         }
     }
 
@@ -139,6 +236,7 @@ pub(crate) struct HookOwner {
 pub(crate) struct Catalog {
     core: Arc<Core>,
     world: Arc<World>,
+    policy: Arc<Governor>,
     state: Mutex<CatalogState>,
     /// One activation at a time: two passes over the same hosts would load, hold and retire
     /// the same sources against each other.
@@ -150,10 +248,11 @@ pub(crate) struct Catalog {
 }
 
 impl Catalog {
-    pub(crate) fn new(core: Arc<Core>, world: Arc<World>) -> Arc<Catalog> {
+    pub(crate) fn new(core: Arc<Core>, world: Arc<World>, policy: Arc<Governor>) -> Arc<Catalog> {
         Arc::new_cyclic(|me| Catalog {
             core,
             world,
+            policy,
             state: Mutex::new(CatalogState::default()),
             activating: tokio::sync::Mutex::new(()),
             effective_config: Mutex::new(None),

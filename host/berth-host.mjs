@@ -29,6 +29,14 @@ const generation = Number(handshake.generation)
 const depsDir = handshake.hostDeps
 /** Each plugin's own loopback `serverUrl` (origin → the token that opens it), from its load request. */
 const serverTokens = new SafeMap()
+/** The same origins → the plugin instance they belong to (for requests carried on the channel). */
+const serverInstances = new SafeMap()
+/** Inside an OS boundary (restricted mode) the loopback service is out of reach: requests to a
+ * plugin's `serverUrl` made with `fetch` travel on the channel instead, to the same routes. */
+const restricted = handshake.restricted === true
+/** A restricted host's boundary: the folders it may reach and whether any network is there. */
+const boundaryRoots = restricted ? (handshake.boundary?.roots ?? []) : []
+const boundaryNetwork = restricted && handshake.boundary?.network === true
 installServerToken()
 
 const isBun = typeof globalThis.Bun !== "undefined"
@@ -106,7 +114,9 @@ function installServerToken() {
   if (typeof original !== "function") return
   globalThis.fetch = function fetch(input, init) {
     try {
-      const token = serverTokens.get(originOf(typeof input === "string" || input instanceof URLCtor ? String(input) : input.url))
+      const origin = originOf(typeof input === "string" || input instanceof URLCtor ? String(input) : input.url)
+      if (restricted && serverInstances.has(origin)) return fetchOnChannel(serverInstances.get(origin), input, init)
+      const token = serverTokens.get(origin)
       if (token !== undefined) {
         const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined))
         headers.set("x-berth-token", token)
@@ -115,6 +125,22 @@ function installServerToken() {
     } catch {}
     return original.call(this, input, init)
   }
+}
+
+/**
+ * One `serverUrl` request carried on the channel (restricted hosts): the same routes and
+ * answers as the loopback service, as a `Response`.
+ */
+async function fetchOnChannel(instance, input, init) {
+  const request = input instanceof Request ? input : new Request(String(input), init)
+  const url = new URLCtor(request.url)
+  const method = init?.method ?? request.method ?? "GET"
+  const body = method === "GET" || method === "HEAD" ? "" : await request.text()
+  const answer = await upcall(instance, "serverUrl.request", { method, path: url.pathname, query: url.search.slice(1), body })
+  return new Response(answer.body === undefined ? "null" : JSON.stringify(answer.body), {
+    status: answer.status ?? 500,
+    headers: { "content-type": "application/json", "x-opencode-version": answer.opencodeVersion ?? "" },
+  })
 }
 
 // ---- framing -------------------------------------------------------------------------------
@@ -234,9 +260,26 @@ function onMessage(msg) {
 function toWireError(err) {
   // A module the gate refused (at load, or imported later by running code) names its file.
   if (isRefusal(err)) return { code: "action-required", message: stringSlice(refusalMessage(err), 0, 4000) }
-  const code = typeof err?.berthCode === "string" ? err.berthCode : "plugin-failed"
-  const message = stringSlice(String(err?.message ?? err), 0, 4000)
+  const stopped = stoppedByBoundary(err)
+  const code = typeof err?.berthCode === "string" ? err.berthCode : stopped ? "policy-limited" : "plugin-failed"
+  const message = stringSlice((stopped ? "the OS boundary of restricted mode stopped it: " : "") + String(err?.message ?? err), 0, 4000)
   return { code, message }
+}
+
+/**
+ * Whether `err` is the OS boundary of restricted mode saying no: a refused file or system call,
+ * no network when there is none, or a path outside the boundary (it does not exist inside).
+ */
+function stoppedByBoundary(err) {
+  if (!restricted) return false
+  const code = err?.code ?? err?.cause?.code
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") return true
+  if (!boundaryNetwork && ["ENETUNREACH", "EHOSTUNREACH", "EAI_AGAIN", "ECONNREFUSED", "ConnectionRefused", "FailedToOpenSocket"].includes(code)) return true
+  const path = err?.path ?? err?.dest ?? err?.address
+  if (code === "ENOENT" && typeof path === "string") {
+    return !boundaryRoots.some((root) => path === root || path.startsWith(root.endsWith("/") ? root : root + "/"))
+  }
+  return false
 }
 
 function fail(code, message) {
@@ -451,6 +494,7 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
   await admit(manifest)
   const service = new URLCtor(serverUrl ?? "http://127.0.0.1:9/")
   if (serverToken) serverTokens.set(originOf(service.href), serverToken)
+  serverInstances.set(originOf(service.href), instance)
   const url = pathToFileURL(path).href + (version ? `?v=${version}` : "")
   const mod = await importApproved(url)
   const input = pluginInput(instance, context, service)
@@ -741,7 +785,7 @@ async function hookChain({ name, instances, input, output, budgetMs }) {
           steps.push({ instance, ok: false, error: String(e?.message ?? e) })
           continue
         }
-        const err = e?.berthCode === "timeout" ? e : fail("plugin-failed", `hook ${name} of ${instance} threw: ${e?.message ?? e}`)
+        const err = e?.berthCode === "timeout" ? e : fail(stoppedByBoundary(e) ? "policy-limited" : "plugin-failed", `hook ${name} of ${instance} threw: ${e?.message ?? e}`)
         err.berthPlugin = instance
         throw err
       }

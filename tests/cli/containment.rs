@@ -50,11 +50,16 @@ fn impersonation(fixture: &str, toast: &str) {
         v["notices"][0]["plugin"], evil,
         "the toast was attributed to the neighbour"
     );
-    let log = std::fs::read_to_string(s.data_dir().join("logs/berth.log")).unwrap();
-    let line = log
-        .lines()
-        .find(|l| l.contains("logged by the impersonator"))
-        .unwrap_or_else(|| panic!("no log line: {log}"));
+    // The log line is written by the server's log writer, on its own time (bounded wait).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let line = loop {
+        let log = std::fs::read_to_string(s.data_dir().join("logs/berth.log")).unwrap_or_default();
+        if let Some(l) = log.lines().find(|l| l.contains("logged by the impersonator")) {
+            break l.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no log line: {log}");
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    };
     assert!(line.contains(&evil) && !line.contains(&victim), "{line}");
     // Both are active in one host (one trust domain), and the innocent one is intact (the
     // toast came while the plugins loaded; the pass ends after).

@@ -21,6 +21,7 @@ mod oracle_input;
 mod oracle_tools;
 mod plugins;
 mod resolve;
+mod restricted;
 mod serve;
 mod status;
 mod store;

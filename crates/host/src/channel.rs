@@ -146,7 +146,7 @@ pub fn private_folder(dir: &Path) -> Result<PathBuf, String> {
 
 /// The connection comes from this user and from the process `pid` (the host the supervisor
 /// spawned; a host never hands its connection to a child).
-pub fn check_peer(stream: &tokio::net::UnixStream, pid: u32) -> Result<(), String> {
+pub fn check_peer(stream: &tokio::net::UnixStream, pid: u32, wrapped: bool) -> Result<u32, String> {
     let cred = stream
         .peer_cred()
         .map_err(|e| format!("cannot read the peer's credentials: {e}"))?;
@@ -157,12 +157,40 @@ pub fn check_peer(stream: &tokio::net::UnixStream, pid: u32) -> Result<(), Strin
         ));
     }
     match cred.pid() {
-        Some(p) if p as u32 == pid => Ok(()),
+        Some(p) if p as u32 == pid => Ok(pid),
+        // Inside an OS boundary the runtime is a descendant of the wrapper Berth started.
+        Some(p) if wrapped && descends_from(p as u32, pid) => Ok(p as u32),
         other => Err(format!(
             "process {} connected to the host socket in place of the host (pid {pid})",
             other.map(|p| p.to_string()).unwrap_or_else(|| "?".into())
         )),
     }
+}
+
+/// Whether `ancestor` is on `pid`'s chain of parents (read from /proc, a few steps at most).
+fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut at = pid;
+    for _ in 0..16 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{at}/stat")) else {
+            return false;
+        };
+        // The fields after the command's closing parenthesis: state, ppid, …
+        let Some(ppid) = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            return false;
+        };
+        if ppid == ancestor {
+            return true;
+        }
+        if ppid <= 1 {
+            return false;
+        }
+        at = ppid;
+    }
+    false
 }
 
 fn own_uid() -> u32 {
@@ -240,8 +268,15 @@ mod tests {
         let _client = tokio::net::UnixStream::connect(&sock).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
         // The peer is this test process: right user, but not the expected host.
-        assert!(check_peer(&server, std::process::id()).is_ok());
-        let err = check_peer(&server, std::process::id() + 1).unwrap_err();
+        assert_eq!(check_peer(&server, std::process::id(), false), Ok(std::process::id()));
+        let err = check_peer(&server, std::process::id() + 1, false).unwrap_err();
         assert!(err.contains("in place of the host"), "{err}");
+        // A wrapped host's runtime is a descendant of the wrapper: this process descends from
+        // its parent, and is accepted for it only when the host is wrapped.
+        let parent = std::os::unix::process::parent_id();
+        assert!(check_peer(&server, parent, false).is_err());
+        assert_eq!(check_peer(&server, parent, true), Ok(std::process::id()));
+        // Not a descendant: refused even when wrapped.
+        assert!(check_peer(&server, std::process::id() + 1, true).is_err());
     }
 }

@@ -116,11 +116,62 @@ async fn handle(State(svc): State<Arc<Service>>, req: Request) -> Response {
             "this service answers only the plugin host it belongs to",
         );
     }
-    let path = parts.uri.path().to_string();
-    let Some((method, params)) = route(parts.method.as_str(), &path) else {
-        let route = format!("{} {}", parts.method, path);
+    let body = match axum::body::to_bytes(body, 1024 * 1024).await {
+        Ok(b) => b,
+        Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "the body is over 1 MiB"),
+    };
+    let body = parse_body(&parts.method, &body);
+    let (status, body) = respond(
+        &svc.upcalls,
+        &svc.instance,
+        parts.method.as_str(),
+        parts.uri.path(),
+        parts.uri.query().unwrap_or_default(),
+        body,
+    )
+    .await;
+    versioned(status, body)
+}
+
+/// A `serverUrl` request that came on the channel (a restricted host, whose loopback service
+/// is out of its reach): `{method, path, query, body}` → `{status, body, opencodeVersion}`,
+/// the same answer the service gives. `instance` is the plugin the request is attributed to.
+pub async fn on_channel(upcalls: &Arc<dyn Upcalls>, instance: &str, request: Value) -> Value {
+    let method = request["method"]
+        .as_str()
+        .unwrap_or("GET")
+        .to_ascii_uppercase();
+    let text = request["body"].as_str().unwrap_or_default();
+    let body = if text.len() > 1024 * 1024 {
+        return json!({ "status": 413, "body": { "name": "PayloadTooLarge", "data": { "message": "the body is over 1 MiB" } }, "opencodeVersion": OPENCODE_VERSION });
+    } else {
+        serde_json::from_str(text).unwrap_or(Value::Null)
+    };
+    let (status, body) = respond(
+        upcalls,
+        instance,
+        &method,
+        request["path"].as_str().unwrap_or("/"),
+        request["query"].as_str().unwrap_or_default(),
+        body,
+    )
+    .await;
+    json!({ "status": status.as_u16(), "body": body, "opencodeVersion": OPENCODE_VERSION })
+}
+
+/// Routes one request to the `client.*` method it serves and shapes the answer.
+async fn respond(
+    upcalls: &Arc<dyn Upcalls>,
+    instance: &str,
+    method: &str,
+    path: &str,
+    query: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let Some((target, params)) = route(method, path) else {
+        let route = format!("{method} {path}");
         tracing::debug!(%route, "a plugin asked serverUrl for a route Berth does not serve");
-        return versioned(
+        return (
             StatusCode::NOT_IMPLEMENTED,
             json!({
                 "name": "UnsupportedError",
@@ -134,10 +185,7 @@ async fn handle(State(svc): State<Arc<Service>>, req: Request) -> Response {
             }),
         );
     };
-    let query: serde_json::Map<String, Value> = parts
-        .uri
-        .query()
-        .unwrap_or_default()
+    let query: serde_json::Map<String, Value> = query
         .split('&')
         .filter(|kv| !kv.is_empty())
         .map(|kv| {
@@ -145,19 +193,13 @@ async fn handle(State(svc): State<Arc<Service>>, req: Request) -> Response {
             (percent_decode(k), Value::String(percent_decode(v)))
         })
         .collect();
-    let body = match axum::body::to_bytes(body, 1024 * 1024).await {
-        Ok(b) => b,
-        Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "the body is over 1 MiB"),
-    };
-    let body = parse_body(&parts.method, &body);
     let input = json!({ "path": params, "query": query, "body": body });
     // One service per plugin: the request is that plugin's.
-    let outcome = svc
-        .upcalls
-        .call(svc.instance.clone(), format!("client.{method}"), input)
+    let outcome = upcalls
+        .call(instance.to_string(), format!("client.{target}"), input)
         .await;
     // A client answer is `{data}` or `{status, error}` (crate::world).
-    let (status, body) = match outcome {
+    match outcome {
         Ok(mut v) if v.get("error").is_some() => {
             let status = v["status"]
                 .as_u64()
@@ -175,8 +217,7 @@ async fn handle(State(svc): State<Arc<Service>>, req: Request) -> Response {
             },
             json!({ "name": "UnknownError", "data": { "code": e.code, "message": e.message, "opencodeVersion": OPENCODE_VERSION } }),
         ),
-    };
-    versioned(status, body)
+    }
 }
 
 fn parse_body(method: &Method, body: &Bytes) -> Value {

@@ -29,22 +29,48 @@ pub struct Launch {
     pub args: Vec<OsString>,
     /// The value of `procs::TREE_VAR` its whole tree inherits.
     pub tree: String,
+    /// The OS boundary it runs in, if any (`crate::boundary`).
+    pub boundary: Option<berth_sandbox::Boundary>,
+}
+
+/// A command ready to spawn, and what must live as long as its process (a boundary's private
+/// folder).
+pub struct Ready {
+    pub command: tokio::process::Command,
+    pub wrapped: Option<berth_sandbox::Wrapped>,
 }
 
 impl Launch {
-    /// The command, ready to spawn.
-    pub fn command(&self) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.program);
-        cmd.env(procs::TREE_VAR, &self.tree);
-        for k in SCRUBBED {
-            cmd.env_remove(k);
-        }
-        cmd.args(&self.args)
-            .stdin(Stdio::piped())
+    /// The command, ready to spawn (inside its boundary when it has one).
+    pub fn command(&self) -> Result<Ready, String> {
+        let (mut cmd, wrapped) = match &self.boundary {
+            None => {
+                let mut cmd = tokio::process::Command::new(&self.program);
+                cmd.env(procs::TREE_VAR, &self.tree);
+                for k in SCRUBBED {
+                    cmd.env_remove(k);
+                }
+                cmd.args(&self.args);
+                (cmd, None)
+            }
+            Some(b) => {
+                // The boundary's environment is an allow-list that carries the tree mark.
+                let w =
+                    berth_sandbox::wrap(&self.program, &self.args, b).map_err(|e| e.to_string())?;
+                let mut cmd = tokio::process::Command::new(w.program());
+                cmd.args(w.args());
+                w.apply(&mut cmd);
+                (cmd, Some(w))
+            }
+        };
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        cmd
+        Ok(Ready {
+            command: cmd,
+            wrapped,
+        })
     }
 }

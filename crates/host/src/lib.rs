@@ -3,7 +3,7 @@
 //! speaks the framed protocol with it (`supervisor`), where its sockets live and who may
 //! connect (`channel`), process trees (`procs`), restart budgets (`budget`), and each host's
 //! loopback `serverUrl` service (`compat`). Every child starts through `launch`, the one place
-//! an OS sandbox wraps.
+//! an OS sandbox wraps; `boundary` says which one works here and what a restricted host gets.
 //!
 //! Owns: every child process of Berth and every byte on a host channel. Must not: decide what
 //! may run or answer a plugin's calls — calls from plugin code reach the layer above through
@@ -12,6 +12,7 @@
 //! Invariant: only this crate holds child process handles; a call whose host dies fails with
 //! `process-lost`/`worker-lost` and is never sent again.
 
+pub mod boundary;
 pub mod budget;
 pub mod channel;
 pub mod compat;

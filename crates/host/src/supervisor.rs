@@ -262,22 +262,39 @@ struct Pending {
 }
 
 /// Which host a source runs in: the backend's shared host, or a host of its own (`own`: the
-/// one source it runs). Sources that share a host are one trust domain (seed 003 §8.1).
+/// one source it runs). Sources that share a host are one trust domain (seed 003 §8.1). The
+/// facts that split hosts: the backend, a host of its own, and the policy mode — a restricted
+/// source always runs alone, inside the OS boundary made for it (`restricted`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct HostKey {
     pub backend: RuntimeKind,
     pub own: Option<String>,
+    pub restricted: bool,
 }
 
 impl HostKey {
     pub fn shared(backend: RuntimeKind) -> HostKey {
-        HostKey { backend, own: None }
+        HostKey {
+            backend,
+            own: None,
+            restricted: false,
+        }
     }
 
     pub fn own(backend: RuntimeKind, source: &str) -> HostKey {
         HostKey {
             backend,
             own: Some(source.to_string()),
+            restricted: false,
+        }
+    }
+
+    /// `source` alone, inside the boundary `HostSupervisor::restrict` gave it.
+    pub fn restricted(backend: RuntimeKind, source: &str) -> HostKey {
+        HostKey {
+            backend,
+            own: Some(source.to_string()),
+            restricted: true,
         }
     }
 }
@@ -293,6 +310,8 @@ pub struct HostInfo {
     pub rss_bytes: u64,
     pub instances: Vec<String>,
     pub dropped_frames: u64,
+    /// The OS boundary it runs in (restricted mode), or null.
+    pub boundary: Option<crate::boundary::Tier>,
 }
 
 /// One running host process.
@@ -301,7 +320,12 @@ pub struct Host {
     /// Which host this is (shared, or a source's own).
     pub key: HostKey,
     pub generation: u64,
+    /// The process Berth started (its group is the host's tree).
     pub pid: u32,
+    /// The runtime's own process: `pid` itself, or the one inside its boundary's wrapper.
+    runtime_pid: u32,
+    /// The boundary it runs in; what it owns (a private folder) lives as long as the host.
+    boundary: Option<(crate::boundary::Tier, berth_sandbox::Wrapped)>,
     /// The value of `procs::TREE_VAR` in this host's processes.
     tree: String,
     /// Where its loss is counted (the supervisor's budgets).
@@ -422,7 +446,7 @@ impl Host {
             own: self.key.own.clone(),
             pid: self.pid,
             generation: self.generation,
-            rss_bytes: procs::rss_bytes(self.pid),
+            rss_bytes: procs::rss_bytes(self.runtime_pid),
             instances: self
                 .loaded
                 .lock()
@@ -431,6 +455,7 @@ impl Host {
                 .cloned()
                 .collect(),
             dropped_frames: self.dropped.load(Ordering::Relaxed),
+            boundary: self.boundary.as_ref().map(|(t, _)| *t),
         }
     }
 
@@ -888,6 +913,26 @@ impl Host {
             })));
             return;
         };
+        // A restricted host's `serverUrl` requests come on the channel (D-034).
+        if method == "serverUrl.request" {
+            let restricted = self.key.restricted;
+            let upcalls = self.upcalls.clone();
+            tokio::spawn(async move {
+                let outcome = if restricted {
+                    Ok(crate::compat::on_channel(&upcalls, &instance, body).await)
+                } else {
+                    Err(WireError {
+                        code: code::UNSUPPORTED.into(),
+                        message:
+                            "serverUrl requests travel on the channel only from a restricted host"
+                                .into(),
+                    })
+                };
+                drop(permit);
+                reply(outcome).await;
+            });
+            return;
+        }
         let fut = self.upcalls.call(instance, method, body);
         tokio::spawn(async move {
             let outcome = fut.await;
@@ -1026,6 +1071,8 @@ pub struct HostSupervisor {
     /// The private folder the hosts' sockets are made in; created on the first spawn and
     /// removed with the supervisor.
     run_dir: Mutex<Option<Arc<channel::RunDir>>>,
+    /// What each restricted host may reach, as the runtime set it before asking for the host.
+    restrictions: Mutex<HashMap<HostKey, crate::boundary::Restriction>>,
 }
 
 impl HostSupervisor {
@@ -1050,7 +1097,15 @@ impl HostSupervisor {
             budget: Default::default(),
             upcalls,
             run_dir: Mutex::new(None),
+            restrictions: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// What the restricted host `key` may reach (set before `host_for(key)`; a running host
+    /// whose restriction changed is the caller's to retire). Returns whether it changed.
+    pub fn restrict(&self, key: &HostKey, r: crate::boundary::Restriction) -> bool {
+        let mut all = self.restrictions.lock().unwrap_or_else(|p| p.into_inner());
+        all.insert(key.clone(), r.clone()) != Some(r)
     }
 
     /// Where the host code and its dependencies are.
@@ -1260,6 +1315,38 @@ impl HostSupervisor {
         Ok(dir)
     }
 
+    /// The boundary a restricted host runs in (None for the others): the runtime's
+    /// restriction for it, plus the host's own code and channel. No restriction, or no tier
+    /// that works here, and the host does not start.
+    fn boundary_of(
+        &self,
+        key: &HostKey,
+        socket: &std::path::Path,
+        tree: &str,
+    ) -> Result<Option<berth_sandbox::Boundary>, BerthError> {
+        if !key.restricted {
+            return Ok(None);
+        }
+        let tier = crate::boundary::tier().map_err(|e| restricted_unavailable(key, e))?;
+        let r = self
+            .restrictions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+            .ok_or_else(|| restricted_unavailable(key, "no restriction was set for it".into()))?;
+        let mut code = vec![self.layout.deps_dir.clone()];
+        code.extend(
+            self.layout
+                .script
+                .parent()
+                .map(std::path::Path::to_path_buf),
+        );
+        Ok(Some(crate::boundary::boundary_for(
+            &r, tier, &code, socket, tree,
+        )))
+    }
+
     async fn spawn(&self, key: HostKey) -> Result<Arc<Host>, BerthError> {
         let backend = key.backend;
         let unavailable = |msg: String| {
@@ -1298,12 +1385,16 @@ impl HostSupervisor {
             RuntimeKind::Node => "--no-warnings",
             RuntimeKind::Bun => "--no-install",
         };
-        let mut cmd = crate::launch::Launch {
+        let boundary = self.boundary_of(&key, &sock_path, &tree)?;
+        let ready = crate::launch::Launch {
             program: rt.clone(),
             args: vec![flag.into(), self.layout.script.clone().into()],
             tree: tree.clone(),
+            boundary: boundary.clone(),
         }
-        .command();
+        .command()
+        .map_err(|e| restricted_unavailable(&key, e))?;
+        let (mut cmd, wrapped) = (ready.command, ready.wrapped);
         let mut child = cmd
             .spawn()
             .map_err(|e| unavailable(format!("cannot start {}: {e}", rt.display())))?;
@@ -1315,6 +1406,13 @@ impl HostSupervisor {
                 "secret": secret,
                 "hostDeps": self.layout.deps_dir,
                 "trusted": self.layout.trusted,
+                // Inside a boundary, requests to the plugin's `serverUrl` travel on the
+                // channel (the loopback service is out of its reach).
+                "restricted": key.restricted,
+                "boundary": boundary.as_ref().map(|b| serde_json::json!({
+                    "roots": b.read.iter().chain(&b.write).collect::<Vec<_>>(),
+                    "network": b.network,
+                })),
             });
             // Small enough for the pipe buffer; dropping `stdin` closes it (the host reads to EOF).
             let _ = stdin.write_all(format!("{handshake}\n").as_bytes()).await;
@@ -1339,11 +1437,18 @@ impl HostSupervisor {
         // is closed. The host has 10 s to say hello.
         let stream = tokio::time::timeout(
             Duration::from_secs(10),
-            accept_hello(&listener, pid, &welcome_secret, &secret, generation),
+            accept_hello(
+                &listener,
+                pid,
+                boundary.is_some(),
+                &welcome_secret,
+                &secret,
+                generation,
+            ),
         )
         .await;
         let _ = std::fs::remove_file(&sock_path);
-        let stream = match stream {
+        let (stream, runtime_pid) = match stream {
             Ok(Ok(s)) => s,
             other => {
                 let exited = child.try_wait().ok().flatten();
@@ -1388,6 +1493,8 @@ impl HostSupervisor {
             backend,
             generation,
             pid,
+            runtime_pid,
+            boundary: boundary.map(|b| b.tier).zip(wrapped),
             tree,
             writer,
             pending: Mutex::new(HashMap::new()),
@@ -1454,19 +1561,37 @@ impl HostSupervisor {
     }
 }
 
+/// A restricted host that cannot start inside its boundary: its source is policy-limited.
+fn restricted_unavailable(key: &HostKey, why: String) -> BerthError {
+    let err = BerthError::new(
+        code::POLICY_LIMITED,
+        "restricted mode",
+        format!("it must run restricted, and its OS boundary cannot be made here: {why}"),
+        "run Berth where bubblewrap or Landlock works, or set this source to compatible mode (`berth policy set mode.<id> compatible`) if your policy allows",
+    );
+    match &key.own {
+        Some(id) => err.for_plugin(id.clone()),
+        None => err,
+    }
+}
+
 async fn accept_hello(
     listener: &UnixListener,
     pid: u32,
+    wrapped: bool,
     welcome: &str,
     secret: &str,
     generation: u64,
-) -> Result<UnixStream, String> {
+) -> Result<(UnixStream, u32), String> {
     loop {
         let (mut stream, _) = listener.accept().await.map_err(|e| e.to_string())?;
-        if let Err(why) = channel::check_peer(&stream, pid) {
-            tracing::warn!("refused a connection to the host socket: {why}");
-            continue;
-        }
+        let peer = match channel::check_peer(&stream, pid, wrapped) {
+            Ok(p) => p,
+            Err(why) => {
+                tracing::warn!("refused a connection to the host socket: {why}");
+                continue;
+            }
+        };
         let Ok(frame) = encode(&ToHost::Welcome {
             v: PROTOCOL_VERSION,
             secret: welcome.to_string(),
@@ -1488,7 +1613,7 @@ async fn accept_hello(
                     && g == generation
                     && berth_base::constant_time_eq(s.as_bytes(), secret.as_bytes()) =>
                 {
-                    return Ok(stream)
+                    return Ok((stream, peer))
                 }
                 Ok(FromHost::Hello { v, .. }) if v != PROTOCOL_VERSION => {
                     return Err(format!(

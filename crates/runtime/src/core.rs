@@ -303,6 +303,7 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
         calls: Default::default(),
         standing_answers: Default::default(),
         policy: Default::default(),
+        boundary: Arc::new(crate::host::boundary::info()),
         revision: 0,
     }
 }

@@ -48,6 +48,8 @@ pub struct StatusSnapshot {
     pub standing_answers: Arc<Vec<berth_store::PermissionRule>>,
     /// The effective policy: each value with the layer that set it.
     pub policy: Arc<crate::policy::Effective>,
+    /// Which OS boundary restricted sources get here, and what it cannot stop.
+    pub boundary: Arc<crate::host::boundary::BoundaryInfo>,
     /// The latest tool calls from their receipts, newest first: what ran and how it ended
     /// (arguments and output stay in `berth receipts`).
     pub calls: Arc<Vec<CallView>>,

@@ -59,6 +59,7 @@ impl Status {
         let backend = approval::backend_for(&self.core.runtimes);
         self.policy.refresh();
         let policy = self.policy.current();
+        let boundary = self.core.status().boundary.clone();
         let (tools, activity, limited) = {
             let cat = self.catalog.state();
             (
@@ -142,6 +143,17 @@ impl Status {
                         ));
                     }
                     let (restricted, layer) = policy.restricted(&source.id);
+                    if restricted && state == SourceState::Approved {
+                        if let Some(why) = &boundary.unavailable {
+                            state = SourceState::PolicyLimited;
+                            source.state = state;
+                            source.diagnostics.push(berth_discovery::Diagnostic::new(
+                                code::POLICY_LIMITED,
+                                format!("it must run restricted, and no OS boundary can be made here ({why}); nothing of it runs"),
+                                "run Berth where bubblewrap or Landlock works, or set this source to compatible mode if your policy allows",
+                            ));
+                        }
+                    }
                     SourceView {
                         own_host: own.contains(&source.id),
                         // What this process registered; else what the caps would keep from
@@ -228,6 +240,7 @@ impl Status {
             calls: Arc::new(calls),
             standing_answers: Arc::new(standing_answers),
             policy,
+            boundary: old.boundary.clone(),
             revision: old.revision + 1,
         });
         let diff = SnapshotDiff::between(&old, &snapshot);

@@ -93,6 +93,10 @@ pub fn bwrap_args(grants: &[Grant], sockets: &[PathBuf], layout: &Layout) -> Vec
     for (_, op) in mounts(grants, sockets, layout.network) {
         argv.extend(op);
     }
+    // The sandbox's own root (where bubblewrap made the folders the binds hang on) is read-only
+    // too: a write anywhere but a writable bind or /tmp fails (EROFS) instead of landing in a
+    // scratch folder that looks like the real one.
+    argv.extend(["--remount-ro".into(), "/".into()]);
     argv.push("--chdir".into());
     argv.push(layout.workdir.clone().into());
     argv.push("--seccomp".into());
@@ -211,8 +215,11 @@ mod tests {
         assert!(!argv.contains(&"--share-net".to_string()));
         assert!(position(&argv, &["--die-with-parent", "--new-session"]).is_some());
         assert!(position(&argv, &["--cap-drop", "ALL"]).is_some());
-        let tail = &argv[argv.len() - 5..];
-        assert_eq!(tail, ["--chdir", "/w", "--seccomp", "7", "--"]);
+        let tail = &argv[argv.len() - 7..];
+        assert_eq!(
+            tail,
+            ["--remount-ro", "/", "--chdir", "/w", "--seccomp", "7", "--"]
+        );
         let with_net = strings(&bwrap_args(&[], &[], &layout(true)));
         assert_eq!(with_net[2], "--share-net");
     }

@@ -78,12 +78,16 @@ pub(crate) fn wrap(
 }
 
 /// The minimal system view: read+execute on the system folders, read on `/proc`, the
-/// harmless device files.
+/// harmless device files, and folder listings (names only) everywhere.
 fn allow_system(ruleset: &mut Ruleset) -> Result<(), SandboxError> {
     for p in SYSTEM_PATHS {
         ruleset.allow(Path::new(p), fs::READ)?;
     }
     ruleset.allow(Path::new("/proc"), fs::READ_FILE | fs::READ_DIR)?;
+    // Listing folders (their names, not the files in them) everywhere: Bun's module resolver
+    // reads every folder on the way from `/` to a package and gives up at the first it cannot
+    // (`Probe::cannot_stop` says so).
+    ruleset.allow(Path::new("/"), fs::READ_DIR)?;
     for (p, access) in DEVICES {
         ruleset.allow(Path::new(p), *access)?;
     }

@@ -111,6 +111,8 @@ fn landlock_gaps(abi: u32) -> Vec<&'static str> {
          this only from ABI 9, which this tier does not use)",
         "seeing other processes: listing /proc and reading their command lines (no PID \
          namespace)",
+        "listing the names in any folder (not reading the files): Bun's module resolver \
+         reads every folder on the way from / to a package",
         "outliving a kill of its process group: a detached grandchild keeps running, still \
          inside the boundary, until it exits or is killed by its pid",
     ];

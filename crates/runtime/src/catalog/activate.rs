@@ -15,6 +15,7 @@ use crate::host::{CallOptions, HostKey, HostSupervisor};
 use crate::runtimes::RuntimeKind;
 pub use crate::snapshot::{Provider, ToolEntry};
 
+use super::restricted;
 use super::*;
 
 impl Catalog {
@@ -242,8 +243,12 @@ impl Catalog {
         // (D-030).
         let own: std::collections::BTreeSet<String> =
             self.core.with_store(|s| s.own_hosts()).unwrap_or_default();
+        // A restricted source runs alone, inside its OS boundary (which splits hosts too).
+        let policy = self.policy.current();
         let key_of = |id: &str| {
-            if own.contains(id) {
+            if policy.restricted(id).0 {
+                HostKey::restricted(backend, id)
+            } else if own.contains(id) {
                 HostKey::own(backend, id)
             } else {
                 HostKey::shared(backend)
@@ -357,6 +362,32 @@ impl Catalog {
                 self.retire_held(&sup, &mut held).await;
             }
             let host_key = key_of(&id);
+            if host_key.restricted {
+                if let Err(why) = crate::host::boundary::tier() {
+                    self.state
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .activity
+                        .insert(id.clone(), SourceState::PolicyLimited);
+                    act.problems.push(
+                        BerthError::new(
+                            code::POLICY_LIMITED,
+                            "restricted mode",
+                            format!("it must run restricted, and no OS boundary can be made here: {why}; nothing of it runs"),
+                            "run Berth where bubblewrap or Landlock works, or set this source to compatible mode if your policy allows",
+                        )
+                        .for_plugin(id.clone()),
+                    );
+                    continue;
+                }
+                let r = restricted::restriction_for(&self.core, source, &policy);
+                // What it may reach changed (the project's access, the network): its running
+                // host was made for the old boundary.
+                if sup.restrict(&host_key, r) && sup.current_for(&host_key).await.is_some() {
+                    self.retire_host(&sup, &host_key, None, "its boundary changed")
+                        .await;
+                }
+            }
             let host = match sup.host_for(&host_key).await {
                 Ok(h) => h,
                 Err(e) => {

@@ -7,6 +7,7 @@
 mod activate;
 mod chains;
 mod invoke;
+mod restricted;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};

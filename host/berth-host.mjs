@@ -724,8 +724,9 @@ function outputTooLarge(v) {
   }
 }
 
-/** Default time one plugin's hook may take before the chain fails with `timeout` (`BERTH_HOOK_BUDGET_MS`). */
-const HOOK_BUDGET_MS = Number(env.BERTH_HOOK_BUDGET_MS) > 0 ? Number(env.BERTH_HOOK_BUDGET_MS) : 10_000
+/** Time one plugin's hook may take when a request names none (the supervisor sends the
+ * policy's `budget.hook` with every chain). */
+const HOOK_BUDGET_MS = 10_000
 
 /** Rejects with `timeout` (naming the hook and plugin) when `promise` outlives `ms`. */
 async function withBudget(promise, ms, name, instance) {

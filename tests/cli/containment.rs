@@ -54,7 +54,10 @@ fn impersonation(fixture: &str, toast: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     let line = loop {
         let log = std::fs::read_to_string(s.data_dir().join("logs/berth.log")).unwrap_or_default();
-        if let Some(l) = log.lines().find(|l| l.contains("logged by the impersonator")) {
+        if let Some(l) = log
+            .lines()
+            .find(|l| l.contains("logged by the impersonator"))
+        {
             break l.to_string();
         }
         assert!(std::time::Instant::now() < deadline, "no log line: {log}");

@@ -283,6 +283,106 @@ fn negative_control_a_changed_schema_or_a_missing_hook_is_a_difference() {
     assert_eq!(differences(spec, &oc, &berth).len(), 1);
 }
 
+/// The 20 together in one project under the product's default policy: at most two decisions
+/// per npm plugin (the fetch, then what the fetched bytes can do; one when prepared before),
+/// never a third; every package that
+/// loads alone loads here, and registers everything but what a default cap holds — the one
+/// tool that takes a built-in's name (oh-my-opencode-slim's `webfetch`, D-032), listed on its
+/// source as held.
+#[test]
+fn the_corpus_activates_under_the_default_policy_with_at_most_two_decisions_per_npm_plugin() {
+    let cache = repo_root().join(".tools/corpus-cache/berth-packages");
+    std::fs::create_dir_all(&cache).unwrap();
+    let s = Sandbox::new();
+    s.write(
+        "project/opencode.json",
+        &serde_json::json!({ "plugin": corpus() }).to_string(),
+    );
+    let run = |args: &[&str]| {
+        let mut cmd = s.berth(args);
+        cmd.arg("--json").env("BERTH_PACKAGE_CACHE", &cache);
+        parse_json_output(&cmd.output().unwrap())
+    };
+    // Step 1: the fetch (install scripts off), then step 2: what the bytes can do — one step
+    // when the package was prepared before (its bytes are known at once).
+    let mut t = Value::Null;
+    for _ in 0..2 {
+        let (_, v) = run(&["sources"]);
+        let mut waiting = 0;
+        for src in v["sources"].as_array().unwrap() {
+            if src["state"] == "pending-approval" {
+                waiting += 1;
+                let step = if src["capabilities"]["contents_unknown"] == true {
+                    "1 of 2"
+                } else {
+                    "2 of 2"
+                };
+                assert!(
+                    src["approval"]["step"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .starts_with(step),
+                    "{src}"
+                );
+            }
+        }
+        if waiting == 0 {
+            break;
+        }
+        assert_eq!(run(&["approve", "--all"]).0, 0);
+        t = run(&["tools"]).1;
+    }
+    let problems: Vec<(String, String)> = t["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["code"].as_str().unwrap().into(),
+                p["plugin"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect();
+    // Only the package that fails to install in OpenCode too.
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].0, "dependency-failed", "{problems:?}");
+    let have: BTreeSet<String> = t["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap().to_string())
+        .collect();
+    let mut want: BTreeSet<String> = BTreeSet::new();
+    for spec in corpus() {
+        want.extend(seen_by_opencode(&recording(&spec)).tools.into_keys());
+    }
+    assert!(
+        want.remove("webfetch"),
+        "the corpus should hold a tool with a built-in's name"
+    );
+    assert_eq!(have, want);
+    let (_, v) = run(&["sources"]);
+    let slim = source_by_spec(&v, "oh-my-opencode-slim");
+    assert_eq!(
+        slim["limited"],
+        serde_json::json!([{ "item": "tool:webfetch", "category": "tool-override", "cap": "review", "layer": "product" }]),
+        "{slim}"
+    );
+    // Decided and not waiting for anything (this one-shot process loaded them and stopped).
+    for src in v["sources"].as_array().unwrap() {
+        assert_eq!(src["state"], "approved", "{src}");
+    }
+    // At most two decisions per npm plugin.
+    let (_, a) = run(&["approvals"]);
+    let mut per: BTreeMap<String, usize> = BTreeMap::new();
+    for row in a["approvals"].as_array().unwrap() {
+        *per.entry(row["source_id"].as_str().unwrap().to_string())
+            .or_default() += 1;
+    }
+    assert_eq!(per.len(), 20, "{per:?}");
+    assert!(per.values().all(|n| *n == 1 || *n == 2), "{per:?}");
+}
+
 /// Three small packages, side by side with real OpenCode in this run.
 #[test]
 fn three_corpus_packages_match_real_opencode_live() {

@@ -124,12 +124,17 @@ fn check_hook(hook: &str) {
     );
     assert!(v["error"]["message"].as_str().unwrap().contains(hook));
 
-    // Over its budget: `timeout`, naming the plugin and the hook, well before the call's deadline.
+    // Over its budget (the policy's `budget.hook`): `timeout`, naming the plugin and the hook,
+    // well before the call's deadline.
+    let budget = if hook == "tool.execute.after" {
+        "budget.tool-after"
+    } else {
+        "budget.hook"
+    };
+    assert_eq!(run(&s, &[], &["policy", "set", budget, "300"]).0, 0);
     let started = std::time::Instant::now();
-    let (code, v) = hook_run(&[
-        ("BERTH_TEST_SLOW_HOOK", hook),
-        ("BERTH_HOOK_BUDGET_MS", "300"),
-    ]);
+    let (code, v) = hook_run(&[("BERTH_TEST_SLOW_HOOK", hook)]);
+    assert_eq!(run(&s, &[], &["policy", "set", budget, "--unset"]).0, 0);
     assert_eq!(code, 1, "{hook}: {v}");
     assert_eq!(v["error"]["code"], "timeout", "{hook}: {v}");
     assert!(v["error"]["plugin"]
@@ -181,10 +186,8 @@ fn config_hooks_change_the_config_and_a_throw_or_a_hang_is_only_logged() {
         (0, &json!("config-seen")),
         "{v}"
     );
-    let (code, v) = hook(&[
-        ("BERTH_TEST_SLOW_HOOK", "config"),
-        ("BERTH_HOOK_BUDGET_MS", "300"),
-    ]);
+    assert_eq!(run(&s, &[], &["policy", "set", "budget.hook", "300"]).0, 0);
+    let (code, v) = hook(&[("BERTH_TEST_SLOW_HOOK", "config")]);
     assert_eq!(
         (code, &v["output"]["matrix"]),
         (0, &json!("config-seen")),

@@ -20,6 +20,7 @@ mod oracle_hooks;
 mod oracle_input;
 mod oracle_tools;
 mod plugins;
+mod policy;
 mod resolve;
 mod restricted;
 mod serve;

@@ -634,7 +634,12 @@ fn permissions(
         }
         PermissionAction::Cap { permission, level } => {
             let level = PermissionLevel::parse(level).unwrap_or(PermissionLevel::Ask);
-            berth.with_store(|s| s.set_permission_cap(permission, level))?;
+            // Through the policy: an organisation's cap for it may only be tightened.
+            berth.set_policy(
+                &format!("permission.{permission}"),
+                Some(serde_json::json!(level.as_str())),
+                "cli",
+            )?;
             out.done(
                 serde_json::json!({ "cap": { "permission": permission, "level": level } }),
                 &format!(

@@ -268,7 +268,10 @@ mod tests {
         let _client = tokio::net::UnixStream::connect(&sock).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
         // The peer is this test process: right user, but not the expected host.
-        assert_eq!(check_peer(&server, std::process::id(), false), Ok(std::process::id()));
+        assert_eq!(
+            check_peer(&server, std::process::id(), false),
+            Ok(std::process::id())
+        );
         let err = check_peer(&server, std::process::id() + 1, false).unwrap_err();
         assert!(err.contains("in place of the host"), "{err}");
         // A wrapped host's runtime is a descendant of the wrapper: this process descends from

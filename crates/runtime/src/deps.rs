@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use crate::error::{code, BerthError};
 
@@ -52,7 +53,7 @@ pub fn prepare_host_deps(data_dir: &Path, seed: Option<&Path>) -> Result<PathBuf
             if seeded {
                 return Ok(());
             }
-            run_npm(staging, "ci", &[]).map_err(failed)
+            run_npm(staging, "ci", &[], HOST_DEPS_BUDGET).map_err(failed)
         },
     )?;
     if prepared {
@@ -105,11 +106,17 @@ fn prepare_stamped(
     Ok(true)
 }
 
+/// How long preparing Berth's own host dependencies may take (a plugin's preparation has the
+/// policy's `budget.prepare`).
+const HOST_DEPS_BUDGET: Duration = Duration::from_secs(600);
+
 /// `npm <command>` in `dir` with install scripts off (and no audit, fund or progress noise),
-/// then `extra`. A failure carries npm's own message.
-fn run_npm(dir: &Path, command: &str, extra: &[&str]) -> Result<(), String> {
+/// then `extra`, stopped (its whole process group) once it has run `budget`. A failure
+/// carries npm's own message.
+fn run_npm(dir: &Path, command: &str, extra: &[&str], budget: Duration) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
     let npm = npm_program()?;
-    let out = Command::new(npm)
+    let mut child = Command::new(npm)
         .arg(command)
         .args([
             "--ignore-scripts",
@@ -119,15 +126,43 @@ fn run_npm(dir: &Path, command: &str, extra: &[&str]) -> Result<(), String> {
         ])
         .args(extra)
         .current_dir(dir)
-        .output()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
         .map_err(|e| format!("cannot run npm: {e}"))?;
-    if out.status.success() {
+    // Its messages, read as they come (a full pipe would stall it).
+    let stderr = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut text);
+            text
+        })
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() >= budget => break None,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("cannot wait for npm: {e}")),
+        }
+    };
+    let Some(status) = status else {
+        // SAFETY: killpg with the group npm leads; no memory is touched.
+        unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+        let _ = child.wait();
+        return Err(format!(
+            "npm {command} did not finish within {} s (the policy's budget.prepare); it was stopped",
+            budget.as_secs()
+        ));
+    };
+    let message = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    if status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "npm {command} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(format!("npm {command} failed: {}", message.trim()))
     }
 }
 
@@ -229,6 +264,7 @@ pub fn prepare_npm_plugin(
     packages: &Path,
     name: &str,
     request: &str,
+    budget: Duration,
 ) -> Result<PathBuf, BerthError> {
     let local = request.starts_with("file:");
     if name == request && !local {
@@ -280,6 +316,7 @@ pub fn prepare_npm_plugin(
             "--",
             &spec,
         ],
+        budget,
     )
     .map_err(|e| failed(format!("{e} (installing {spec})")))?;
     if local {
@@ -324,6 +361,7 @@ pub use berth_discovery::config_dir_of;
 pub fn prepare_config_dir_deps(
     data_dir: &Path,
     config_dir: &Path,
+    budget: Duration,
 ) -> Result<Option<PathBuf>, BerthError> {
     let manifest = match std::fs::read(config_dir.join("package.json")) {
         Ok(b) => b,
@@ -374,8 +412,13 @@ pub fn prepare_config_dir_deps(
                 std::fs::write(staging.join("package-lock.json"), lock)
                     .map_err(|e| failed(e.to_string()))?;
             }
-            run_npm(staging, if lock.is_some() { "ci" } else { "install" }, &[])
-                .map_err(&failed)?;
+            run_npm(
+                staging,
+                if lock.is_some() { "ci" } else { "install" },
+                &[],
+                budget,
+            )
+            .map_err(&failed)?;
             write_file_list(staging).map_err(&failed)
         },
     )?;

@@ -57,10 +57,25 @@ impl Governor {
         if read_at.as_ref() == Some(&stamp) {
             return false;
         }
-        let settings = self
+        let mut settings = self
             .core
             .with_store(|s| s.policy_settings())
             .unwrap_or_default();
+        // The person's permission caps live in their own table (`berth permissions cap`).
+        let caps = self
+            .core
+            .with_store(|s| s.permission_caps())
+            .unwrap_or_default();
+        for (name, level) in caps {
+            settings.insert(
+                format!("permission.{name}"),
+                berth_store::PolicySetting {
+                    value: level.as_str().into(),
+                    set_by: "user".into(),
+                    set_at_ms: 0,
+                },
+            );
+        }
         let grants = self
             .core
             .with_store(|s| s.contribution_grants())
@@ -130,6 +145,16 @@ impl Governor {
                     ));
                 }
             }
+        }
+        if let Some(permission) = key.strip_prefix("permission.") {
+            // Its own table; the log row below moves the marker other processes watch.
+            let level = value
+                .as_ref()
+                .and_then(|v| v.as_str())
+                .and_then(berth_store::PermissionLevel::parse)
+                .unwrap_or(berth_store::PermissionLevel::Ask);
+            self.core
+                .with_store(|s| s.set_permission_cap(permission, level))?;
         }
         self.core
             .with_store(|s| s.set_policy_setting(key, value.as_ref(), by))?;

@@ -360,7 +360,7 @@ impl PluginCalls {
                 "permission.ask",
                 info,
                 json!({ "status": "ask" }),
-                Some(Duration::from_secs(10)),
+                Some(self.policy.current().budget("budget.client")),
             )
             .await;
         let (plugin_answer, answered_by) = match chain {
@@ -393,6 +393,19 @@ impl PluginCalls {
                 ))
             })
             .map_err(|e| wire(code::TEMPORARILY_UNAVAILABLE, e.to_string()))?;
+        // The organisation's cap bounds the person's (the effective policy has both).
+        let entry = self
+            .policy
+            .current()
+            .entry(&format!("permission.{permission}"))
+            .cloned();
+        let cap_by = match entry.as_ref().map(|e| e.layer) {
+            Some(crate::policy::Layer::Organisation) => "your organisation's policy",
+            _ => "your setting",
+        };
+        let cap = entry
+            .and_then(|e| e.value.as_str().and_then(PermissionLevel::parse))
+            .map_or(cap, |bound| bound.min(cap));
         let limited = plugin_answer.min(cap);
         let policy_limited = limited < plugin_answer;
         // The person's own rules, and those this plugin earned with "Always": never another
@@ -513,7 +526,7 @@ impl PluginCalls {
             (PermissionLevel::Allow, _) => Ok(json!({ "status": "allow", "requestID": id })),
             (PermissionLevel::Deny, DecidedBy::Cap) => Err(wire(
                 code::POLICY_LIMITED,
-                format!("{tool}: permission {permission} is limited to {} by your setting; the plugin answered {}{by}", cap.as_str(), plugin_answer.as_str()),
+                format!("{tool}: permission {permission} is limited to {} by {cap_by}; the plugin answered {}{by}", cap.as_str(), plugin_answer.as_str()),
             )),
             (PermissionLevel::Deny, DecidedBy::Rule) => Err(wire(
                 code::CANCELLED,

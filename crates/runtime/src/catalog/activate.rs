@@ -112,8 +112,9 @@ impl Catalog {
                 name.to_string(),
                 request.to_string(),
             );
+            let budget = self.policy.current().budget("budget.prepare");
             let result = tokio::task::spawn_blocking(move || {
-                crate::deps::prepare_npm_plugin(&packages, &name, &request)
+                crate::deps::prepare_npm_plugin(&packages, &name, &request, budget)
             })
             .await;
             self.state
@@ -312,8 +313,9 @@ impl Catalog {
         }
         for (dir, ids) in dirs {
             let data_dir = self.core.options().data_dir.clone();
+            let budget = self.policy.current().budget("budget.prepare");
             let prepared = tokio::task::spawn_blocking(move || {
-                crate::deps::prepare_config_dir_deps(&data_dir, &dir)
+                crate::deps::prepare_config_dir_deps(&data_dir, &dir, budget)
             })
             .await;
             let err = match prepared {
@@ -729,6 +731,7 @@ impl Catalog {
             source,
             CallKind::LoadPlugin,
             body,
+            self.policy.current().budget("budget.init"),
             code::PROCESS_LOST,
             "fix the plugin; the other plugins keep loading",
         )
@@ -841,6 +844,7 @@ impl Catalog {
             source,
             CallKind::LoadTools,
             body,
+            self.policy.current().budget("budget.init"),
             code::WORKER_LOST,
             "fix the tool file; the other tools keep working",
         )
@@ -881,12 +885,14 @@ pub(super) async fn load_call(
     source: &berth_discovery::Source,
     kind: CallKind,
     body: Value,
+    timeout: Duration,
     lost_code: &'static str,
     recovery: &str,
 ) -> Result<Value, BerthError> {
+    // The policy's `budget.init`: importing it and running its factory.
     let opts = CallOptions {
         lost_code,
-        timeout: Duration::from_secs(30),
+        timeout,
         ..CallOptions::default()
     };
     host.call(&source.id, kind, body, opts).await.map_err(|e| {

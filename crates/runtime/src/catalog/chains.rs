@@ -97,11 +97,19 @@ impl Catalog {
                 i += 1;
             }
             let host = sup.host_for(key).await?;
+            // The policy's budgets: the whole chain (unless the caller gave one), and each
+            // plugin's hook (`tool.execute.after` has its own).
+            let policy = self.policy.current();
             let opts = CallOptions {
-                timeout: timeout.unwrap_or(Duration::from_secs(30)),
+                timeout: timeout.unwrap_or_else(|| policy.budget("budget.chain")),
                 ..CallOptions::default()
             };
-            let body = serde_json::json!({ "name": name, "instances": instances, "input": input, "output": output });
+            let per_hook = policy.budget(if name == "tool.execute.after" {
+                "budget.tool-after"
+            } else {
+                "budget.hook"
+            });
+            let body = serde_json::json!({ "name": name, "instances": instances, "input": input, "output": output, "budgetMs": per_hook.as_millis() as u64 });
             let mut v = host
                 .call("hooks", CallKind::HookChain, body, opts)
                 .await

@@ -107,7 +107,8 @@ impl Catalog {
         self.core
             .with_store(|s| s.mark_receipt_running(&receipt_id))?;
         let opts = CallOptions {
-            timeout: timeout.unwrap_or(crate::host::DEFAULT_TOOL_TIMEOUT),
+            // The policy's `budget.tool` when the caller gives no timeout.
+            timeout: timeout.unwrap_or_else(|| self.policy.current().budget("budget.tool")),
             lost_code: code::WORKER_LOST,
             ..CallOptions::default()
         };

@@ -11,7 +11,6 @@ mod restricted;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
 
 use berth_discovery::{SourceKind, SourceState};
 use serde::Serialize;
@@ -283,7 +282,7 @@ impl Catalog {
                     "dispose",
                     Value::Null,
                     Value::Null,
-                    Some(Duration::from_secs(2)),
+                    Some(self.policy.current().budget("budget.dispose")),
                 )
                 .await;
             s.shutdown().await;
@@ -321,7 +320,12 @@ impl Catalog {
         let input = json!({ "event": { "id": format!("evt_{}", berth_base::random_hex(10)), "type": kind, "properties": properties } });
         rt.spawn(async move {
             if let Err(e) = berth
-                .run_chain_full("event", input, Value::Null, Some(Duration::from_secs(5)))
+                .run_chain_full(
+                    "event",
+                    input,
+                    Value::Null,
+                    Some(berth.policy.current().budget("budget.event")),
+                )
                 .await
             {
                 tracing::debug!("event delivery failed: {}", e.message);

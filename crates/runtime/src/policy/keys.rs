@@ -26,6 +26,9 @@ pub enum Kind {
     SourceAllowList,
     /// Set by the organisation only: tool names no plugin may register.
     ProtectedTools,
+    /// The most a plugin's `permission.ask` answer may grant for one permission (D-016):
+    /// `allow` < `ask` < `deny`.
+    Permission,
 }
 
 /// One key of the policy.
@@ -70,11 +73,21 @@ pub fn def(key: &str) -> Option<&'static KeyDef> {
         product: || Value::Null,
         about: "how this source runs (overrides `mode` for it, within the organisation's bounds)",
     };
-    KEYS.iter().find(|d| d.key == key).or_else(|| {
-        key.strip_prefix("mode.")
-            .filter(|id| !id.is_empty())
-            .map(|_| &PER_SOURCE_MODE)
-    })
+    static PER_PERMISSION: KeyDef = KeyDef {
+        key: "permission.<name>",
+        kind: Kind::Permission,
+        product: || Value::from("ask"),
+        about: "the most a plugin's permission.ask answer may grant for this permission (`berth permissions cap`); past it the answer is policy-limited",
+    };
+    let per = |prefix: &str, d: &'static KeyDef| {
+        key.strip_prefix(prefix)
+            .filter(|rest| !rest.is_empty())
+            .map(|_| d)
+    };
+    KEYS.iter()
+        .find(|d| d.key == key)
+        .or_else(|| per("mode.", &PER_SOURCE_MODE))
+        .or_else(|| per("permission.", &PER_PERMISSION))
 }
 
 impl Kind {
@@ -85,6 +98,7 @@ impl Kind {
             Kind::Mode => &["compatible", "restricted"],
             Kind::ProjectAccess => &["read-write", "read"],
             Kind::Network => &["on", "off"],
+            Kind::Permission => &["allow", "ask", "deny"],
             Kind::Budget { max } => {
                 let n = v.as_u64().filter(|n| (1..=max).contains(n))?;
                 // Smaller is stricter.
@@ -113,6 +127,10 @@ impl Kind {
                 .map(drop)
                 .ok_or_else(|| "read or read-write".into()),
             Kind::Network => self.rank(v).map(drop).ok_or_else(|| "on or off".into()),
+            Kind::Permission => self
+                .rank(v)
+                .map(drop)
+                .ok_or_else(|| "allow, ask or deny".into()),
             Kind::Budget { max } => self.rank(v).map(drop).ok_or_else(|| {
                 format!("a number of milliseconds from 1 to {max} (never unlimited)")
             }),
@@ -160,6 +178,7 @@ impl Kind {
             Kind::Mode => v != "restricted",
             Kind::ProjectAccess => v != "read",
             Kind::Network => v != "off",
+            Kind::Permission => v != "deny",
             Kind::EnvNames => v.as_array().is_some_and(|a| !a.is_empty()),
             Kind::Budget { .. } => v.as_u64().is_some_and(|n| n > 1),
             Kind::SourceAllowList | Kind::ProtectedTools => false,

@@ -214,6 +214,7 @@ fn strictest(kind: Kind) -> Option<Value> {
         Kind::Mode => Some("restricted".into()),
         Kind::ProjectAccess => Some("read".into()),
         Kind::Network => Some("off".into()),
+        Kind::Permission => Some("deny".into()),
         Kind::EnvNames => Some(Value::Array(vec![])),
         _ => None,
     }
@@ -265,7 +266,7 @@ pub fn resolve(
     let per_source: Vec<String> = user
         .keys()
         .chain(org.values.keys())
-        .filter(|k| k.starts_with("mode."))
+        .filter(|k| k.starts_with("mode.") || k.starts_with("permission."))
         .cloned()
         .collect::<BTreeSet<_>>()
         .into_iter()

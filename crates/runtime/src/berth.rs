@@ -278,6 +278,26 @@ impl Berth {
         self.parts.catalog.host_for_bench(backend).await
     }
 
+    /// A restricted source's host, or (`fresh`) a new one in its place (for the benchmark).
+    #[doc(hidden)]
+    pub async fn restricted_host_for_bench(
+        &self,
+        backend: RuntimeKind,
+        source: &str,
+        fresh: bool,
+    ) -> Arc<crate::host::Host> {
+        self.parts
+            .catalog
+            .restricted_host_for_bench(backend, source, fresh)
+            .await
+    }
+
+    /// A new shared host in place of the live one (for the benchmark's start times).
+    #[doc(hidden)]
+    pub async fn fresh_host_for_bench(&self, backend: RuntimeKind) -> Arc<crate::host::Host> {
+        self.parts.catalog.fresh_host_for_bench(backend).await
+    }
+
     // ---- what plugins ask of the person ---------------------------------------------------
 
     /// Lets plugin permission prompts wait for a person (the app and `berth serve` call it).

@@ -155,26 +155,40 @@ pub struct SourceView {
 }
 
 /// How a source runs: compatible (the person's own rights, install scripts off) or
-/// restricted (an OS boundary), with the layer that decided it.
+/// restricted (an OS boundary), with the layer that decided it, as whom and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunMode {
     pub mode: &'static str,
     pub layer: crate::policy::Layer,
     pub why: String,
+    /// The OS user its host runs as.
+    pub user: String,
+    /// Its host's working folder.
+    pub workdir: PathBuf,
 }
 
 impl RunMode {
-    pub fn of(restricted: bool, layer: crate::policy::Layer) -> RunMode {
+    pub fn of(restricted: bool, layer: crate::policy::Layer, project: &std::path::Path) -> RunMode {
         use crate::policy::Layer;
         let by = match layer {
             Layer::Organisation => "your organisation's policy",
             Layer::Product => "Berth's default",
             Layer::User => "your setting",
         };
-        let what = if restricted {
-            "restricted: an OS boundary limits it to the project, its own files and no network"
+        let user = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            // SAFETY: getuid has no failure mode and touches no memory of ours.
+            .unwrap_or_else(|| format!("uid {}", unsafe { libc::getuid() }));
+        let workdir = if restricted {
+            project.to_path_buf()
         } else {
-            "compatible: it runs with your own rights (install scripts off), as in OpenCode"
+            std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+        };
+        let what = if restricted {
+            format!("restricted: an OS boundary limits it to the project ({}), its own files and cache, and no network unless allowed", project.display())
+        } else {
+            format!("compatible: it runs as {user} with your own rights — every file, the network and your environment, as in OpenCode — in {}; its dependencies are prepared in Berth's data dir with install scripts off", workdir.display())
         };
         RunMode {
             mode: if restricted {
@@ -184,6 +198,8 @@ impl RunMode {
             },
             layer,
             why: format!("{what} ({by})"),
+            user,
+            workdir,
         }
     }
 }

@@ -165,7 +165,7 @@ impl Status {
                                 .map(|o| policy.judge(&source.id, &o.tools, &o.hooks).limited)
                                 .unwrap_or_default()
                         }),
-                        run_mode: RunMode::of(restricted, layer),
+                        run_mode: RunMode::of(restricted, layer, &g.worktree),
                         source,
                         approval: view,
                     }

@@ -28,7 +28,14 @@ struct Figures {
 
 /// The sections `--only` can name, in the order they run.
 const SECTIONS: &[&str] = &[
-    "scan", "watch", "hosts", "memory", "chain", "receipts", "status",
+    "scan",
+    "watch",
+    "hosts",
+    "restricted",
+    "memory",
+    "chain",
+    "receipts",
+    "status",
 ];
 
 impl Figures {
@@ -402,6 +409,115 @@ fn main() {
             unsafe { std::env::remove_var("BERTH_BUN") };
         }
     }
+    // --- restricted mode: host start and warm round trip beside compatible, same run --------
+    if f.wants("restricted") {
+        let tier = berth_runtime::host::boundary::tier();
+        match &tier {
+            Ok(t) => eprintln!("restricted mode: tier {t:?}"),
+            Err(why) => eprintln!("restricted mode: skipped, no OS boundary here: {why}"),
+        }
+        for backend in [RuntimeKind::Bun, RuntimeKind::Node]
+            .into_iter()
+            .filter(|_| tier.is_ok())
+        {
+            let name = format!("{backend:?}").to_lowercase();
+            let (env, project) = scratch(&tmp.path().join(format!("restricted-{name}")), 2);
+            if backend == RuntimeKind::Node {
+                // SAFETY: single-threaded at this point of the benchmark.
+                unsafe { std::env::set_var("BERTH_BUN", "/nonexistent") };
+            }
+            let berth = open_prepared(
+                tmp.path().join(format!("restricted-data-{name}")),
+                env,
+                project,
+            );
+            let ids: Vec<String> = berth
+                .status()
+                .sources
+                .iter()
+                .map(|s| s.id.clone())
+                .collect();
+            let (plain_id, boxed_id) = (ids[0].clone(), ids[1].clone());
+            berth
+                .set_policy(
+                    &format!("mode.{boxed_id}"),
+                    Some(serde_json::json!("restricted")),
+                    "bench",
+                )
+                .unwrap();
+            berth.decide(None, Decision::Allow, "cli", false).unwrap();
+            let act = rt.block_on(berth.activate());
+            assert!(act.problems.is_empty(), "{:?}", act.problems);
+            // Start: a fresh host to its hello, alternating compatible and restricted.
+            let (mut start_plain, mut start_boxed) = (Vec::new(), Vec::new());
+            for _ in 0..10 {
+                let t = Instant::now();
+                rt.block_on(berth.fresh_host_for_bench(backend));
+                start_plain.push(t.elapsed().as_secs_f64() * 1e3);
+                let t = Instant::now();
+                rt.block_on(berth.restricted_host_for_bench(backend, &boxed_id, true));
+                start_boxed.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let (p, b) = (pct(&mut start_plain, 0.5), pct(&mut start_boxed, 0.5));
+            f.print(&format!("host_start_p50_compatible_{name}"), p, "ms", None);
+            f.print(&format!("host_start_p50_restricted_{name}"), b, "ms", None);
+            f.print(
+                &format!("host_start_restricted_extra_{name}"),
+                b - p,
+                "ms",
+                Some((50.0, true)),
+            );
+            // Warm round trips, in alternating blocks on both hosts (loaded again after the
+            // starts above).
+            rt.block_on(berth.activate());
+            let plain = rt.block_on(berth.host_for_bench(backend));
+            let boxed = rt.block_on(berth.restricted_host_for_bench(backend, &boxed_id, false));
+            let (mut rtt_plain, mut rtt_boxed) = (Vec::new(), Vec::new());
+            for block in 0..14 {
+                for (host, id, into) in [
+                    (plain.clone(), plain_id.clone(), &mut rtt_plain),
+                    (boxed.clone(), boxed_id.clone(), &mut rtt_boxed),
+                ] {
+                    let tool = if id == plain_id { "t0000" } else { "t0001" };
+                    let samples = rt.block_on(async move {
+                        tokio::spawn(async move {
+                            let mut samples = Vec::new();
+                            for _ in 0..250 {
+                                let body = serde_json::json!({ "tool": tool, "args": { "text": "x" }, "context": {} });
+                                let t = Instant::now();
+                                let r = host.call(&id, CallKind::Invoke, body, CallOptions::default()).await;
+                                assert!(r.is_ok(), "{r:?}");
+                                samples.push(t.elapsed().as_secs_f64() * 1e6);
+                            }
+                            samples
+                        })
+                        .await
+                        .unwrap()
+                    });
+                    if block >= 4 {
+                        into.extend(samples);
+                    }
+                }
+            }
+            let (p, b) = (pct(&mut rtt_plain, 0.5), pct(&mut rtt_boxed, 0.5));
+            f.print(&format!("round_trip_p50_compatible_{name}"), p, "us", None);
+            f.print(&format!("round_trip_p50_restricted_{name}"), b, "us", None);
+            f.print(
+                &format!("round_trip_restricted_vs_compatible_{name}"),
+                b / p,
+                "ratio",
+                Some((1.1, true)),
+            );
+            f.print(
+                &format!("host_rss_restricted_one_tool_{name}"),
+                boxed.info().rss_bytes as f64 / 1048576.0,
+                "MiB",
+                None,
+            );
+            rt.block_on(berth.shutdown_hosts());
+            unsafe { std::env::remove_var("BERTH_BUN") };
+        }
+    }
     // --- memory: 20 plugins + 50 standalone tools in the hosts ------------------------------
     if f.wants("memory") {
         {
@@ -423,18 +539,51 @@ fn main() {
                 "ms",
                 None,
             );
-            let rss: u64 = berth
-                .status()
-                .hosts
-                .iter()
-                .map(|h| berth_runtime::host::procs::rss_bytes(h.pid))
-                .sum();
+            let rss: u64 = berth.status().hosts.iter().map(|h| h.rss_bytes).sum();
             f.print(
                 "rss_hosts_20_plugins_50_tools",
                 rss as f64 / 1048576.0,
                 "MiB",
                 Some((300.0, true)),
             );
+            // The same with 4 of the plugins restricted (each alone in a host inside its
+            // boundary: a restricted source never shares a process).
+            if berth_runtime::host::boundary::tier().is_ok() {
+                let plugins: Vec<String> = berth
+                    .status()
+                    .sources
+                    .iter()
+                    .filter(|s| s.kind == berth_discovery::SourceKind::FilePlugin)
+                    .take(4)
+                    .map(|s| s.id.clone())
+                    .collect();
+                for id in &plugins {
+                    berth
+                        .set_policy(
+                            &format!("mode.{id}"),
+                            Some(serde_json::json!("restricted")),
+                            "bench",
+                        )
+                        .unwrap();
+                }
+                let act = rt.block_on(berth.activate());
+                assert!(act.problems.is_empty(), "{:?}", act.problems);
+                assert_eq!(berth.status().tools.len(), 70);
+                let hosts = berth.status().hosts.clone();
+                let rss: u64 = hosts.iter().map(|h| h.rss_bytes).sum();
+                f.print(
+                    "hosts_with_4_restricted_plugins",
+                    hosts.len() as f64,
+                    "hosts",
+                    None,
+                );
+                f.print(
+                    "rss_hosts_20_plugins_50_tools_4_restricted",
+                    rss as f64 / 1048576.0,
+                    "MiB",
+                    Some((300.0, true)),
+                );
+            }
             rt.block_on(berth.shutdown_hosts());
         }
     }

@@ -300,6 +300,33 @@ impl Catalog {
             .expect("host")
     }
 
+    /// The live host `source` runs in when it is restricted (activated before), for the
+    /// benchmark; or, with `fresh`, a new one started in its place (the old one retired), so
+    /// that the start itself can be timed.
+    pub(crate) async fn restricted_host_for_bench(
+        &self,
+        backend: RuntimeKind,
+        source: &str,
+        fresh: bool,
+    ) -> Arc<crate::host::Host> {
+        let sup = self.core.supervisor().await.expect("supervisor");
+        let key = HostKey::restricted(backend, source);
+        if fresh {
+            sup.recycle(&key, "benchmark").await;
+        }
+        sup.host_for(&key).await.expect("restricted host")
+    }
+
+    /// A new shared host in place of the live one, for the benchmark's start times.
+    pub(crate) async fn fresh_host_for_bench(
+        &self,
+        backend: RuntimeKind,
+    ) -> Arc<crate::host::Host> {
+        let sup = self.core.supervisor().await.expect("supervisor");
+        sup.recycle(&HostKey::shared(backend), "benchmark").await;
+        sup.host(backend).await.expect("host")
+    }
+
     /// Sends one Berth event to the plugins' `event` hooks in OpenCode's shape
     /// (`{event: {id, type, properties}}`), not awaited; failures are isolated in the host.
     pub fn emit_event(&self, kind: &str, properties: Value) {

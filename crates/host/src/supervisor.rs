@@ -1194,11 +1194,13 @@ impl HostSupervisor {
     }
 
     /// A host of its own for one piece of work (a plugin's login flow): started fresh, never
-    /// shared, listed among the running hosts until it is retired.
+    /// shared, listed among the running hosts until it is retired. A restricted source's runs
+    /// inside the same boundary as its own host (`restrict` set it).
     pub async fn dedicated(
         &self,
         backend: RuntimeKind,
         source: &str,
+        restricted: bool,
     ) -> Result<Arc<Host>, BerthError> {
         if self.is_paused(backend) {
             return Err(BerthError::new(
@@ -1208,7 +1210,12 @@ impl HostSupervisor {
                 "press Resume on the status page (or restart Berth)",
             ));
         }
-        let host = self.spawn(HostKey::own(backend, source)).await?;
+        let key = if restricted {
+            HostKey::restricted(backend, source)
+        } else {
+            HostKey::own(backend, source)
+        };
+        let host = self.spawn(key).await?;
         self.track(&host);
         Ok(host)
     }

@@ -126,7 +126,7 @@ impl Auth {
             self.core
                 .supervisor()
                 .await?
-                .dedicated(backend, &p.plugin)
+                .dedicated(backend, &p.plugin, self.catalog.runs_restricted(&p.plugin))
                 .await?,
         );
         self.catalog

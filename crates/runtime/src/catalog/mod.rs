@@ -260,6 +260,11 @@ impl Catalog {
         })
     }
 
+    /// Whether `id` runs restricted (inside an OS boundary) under the policy in force.
+    pub(crate) fn runs_restricted(&self, id: &str) -> bool {
+        self.policy.current().restricted(id).0
+    }
+
     /// The registry, for the owners that read it (status, plugin calls, logins).
     pub(crate) fn state(&self) -> MutexGuard<'_, CatalogState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())

@@ -344,7 +344,7 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
             );
         }
         Command::Approvals => out.approvals(&berth.approvals()?),
-        Command::Policy { action } => policy_command(&berth, &out, action.as_ref())?,
+        Command::Policy { action } => policy_command(&berth, out, action.as_ref())?,
         Command::Tools => {
             let act = block_on(async {
                 let act = berth.activate().await;

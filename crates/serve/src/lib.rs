@@ -288,6 +288,21 @@ fn parse_body<T: serde::de::DeserializeOwned>(
 }
 
 /// `value` as 200, or the error document as 422.
+/// Runs `work` (a store write) off the async workers and answers with its outcome.
+async fn off_workers(
+    work: impl FnOnce() -> Result<serde_json::Value, BerthError> + Send + 'static,
+) -> Response {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(r) => answer(r),
+        Err(e) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            code::TEMPORARILY_UNAVAILABLE,
+            &e.to_string(),
+            "retry",
+        ),
+    }
+}
+
 fn answer(outcome: Result<serde_json::Value, BerthError>) -> Response {
     match outcome {
         Ok(v) => Json(v).into_response(),
@@ -317,26 +332,18 @@ async fn decide(s: AppState, body: axum::body::Bytes, decision: berth_store::Dec
     };
     let berth = s.berth.clone();
     let with_fetch = body.including_fetch && decision == berth_store::Decision::Allow;
-    let result = tokio::task::spawn_blocking(move || {
-        if with_fetch {
+    off_workers(move || {
+        let decided = if with_fetch {
             berth.approve_including_fetch(Some(&choices), "page", false)
         } else {
             berth.decide(Some(&choices), decision, "page", false)
-        }
-    })
-    .await;
-    match result {
-        Ok(r) => answer(r.map(|decided| {
+        };
+        decided.map(|decided| {
             let ids: Vec<&str> = decided.iter().map(|d| d.id.as_str()).collect();
             serde_json::json!({ "decided": ids })
-        })),
-        Err(e) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            code::TEMPORARILY_UNAVAILABLE,
-            &e.to_string(),
-            "retry",
-        ),
-    }
+        })
+    })
+    .await
 }
 
 #[derive(serde::Deserialize)]
@@ -360,17 +367,12 @@ async fn set_policy(State(s): State<AppState>, body: axum::body::Bytes) -> Respo
     };
     let berth = s.berth.clone();
     let value = Some(change.value).filter(|v| !v.is_null());
-    let result =
-        tokio::task::spawn_blocking(move || berth.set_policy(&change.key, value, "page")).await;
-    match result {
-        Ok(r) => answer(r.map(|entry| serde_json::json!({ "set": entry }))),
-        Err(e) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            code::TEMPORARILY_UNAVAILABLE,
-            &e.to_string(),
-            "retry",
-        ),
-    }
+    off_workers(move || {
+        berth
+            .set_policy(&change.key, value, "page")
+            .map(|entry| serde_json::json!({ "set": entry }))
+    })
+    .await
 }
 
 #[derive(serde::Deserialize)]
@@ -392,19 +394,12 @@ async fn grant(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
         Err(r) => return r,
     };
     let berth = s.berth.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        berth.grant(&g.source, &g.item, g.granted).map(|()| serde_json::json!({ "grant": { "source": g.source, "item": g.item, "granted": g.granted } }))
+    off_workers(move || {
+        berth.grant(&g.source, &g.item, g.granted).map(|()| {
+            serde_json::json!({ "grant": { "source": g.source, "item": g.item, "granted": g.granted } })
+        })
     })
-    .await;
-    match result {
-        Ok(r) => answer(r),
-        Err(e) => refuse(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            code::TEMPORARILY_UNAVAILABLE,
-            &e.to_string(),
-            "retry",
-        ),
-    }
+    .await
 }
 
 #[derive(serde::Deserialize)]

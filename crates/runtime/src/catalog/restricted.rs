@@ -56,15 +56,7 @@ pub(crate) fn restriction_for(core: &Core, source: &Source, policy: &Effective) 
     } else {
         read.push(project.clone());
     }
-    let env_extra = policy
-        .value("restricted.env")
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let env_extra = crate::policy::keys::names(&policy.value("restricted.env"));
     Restriction {
         read,
         write,

@@ -151,15 +151,6 @@ impl Kind {
     pub fn within(self, lower: &Value, upper: &Value) -> bool {
         match self {
             Kind::EnvNames => {
-                let names = |v: &Value| -> Vec<String> {
-                    v.as_array()
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|x| x.as_str().map(str::to_string))
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                };
                 let allowed = names(upper);
                 names(lower).iter().all(|n| allowed.contains(n))
             }
@@ -189,6 +180,17 @@ impl Kind {
     pub fn organisation_only(self) -> bool {
         matches!(self, Kind::SourceAllowList | Kind::ProtectedTools)
     }
+}
+
+/// The strings of a list value (none when it is not a list).
+pub fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// OpenCode 1.18.4's built-in tools (as its `/experimental/tool/ids` lists them before any

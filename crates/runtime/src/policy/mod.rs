@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use judge::{hook_category, Category, Judged, Limited};
-use keys::{Kind, KEYS};
+use keys::{names, Kind, KEYS};
 
 /// Who set a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -335,16 +335,6 @@ pub fn resolve(
         }
     }
     eff
-}
-
-fn names(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `*` matches any run of characters; everything else matches itself.

@@ -6,9 +6,11 @@
 
 import { arr, obj, str, num } from './words.js';
 
-// (action, ids) => Promise<decided ids>; rejects with {code, message, recovery}. Set by the
+// (action, ids, digests, { includingFetch }) => Promise<decided ids>; rejects with {code,
+// message, recovery}. `includingFetch` takes both of an npm plugin's steps at once. Set by the
 // transport in use.
 export let sendDecision = null;
+
 // (id, reply) => Promise; rejects with {code, message, recovery}. Set by the transport in use.
 export let sendPromptAnswer = null;
 // () => Promise<resumed backends>; rejects with {code, message, recovery}. Set by the transport.
@@ -55,7 +57,12 @@ function startTauri(tauri, page) {
     if (rev !== null) latest = rev;
     page.render(snap);
   };
-  sendDecision = (action, ids, digests) => tauri.core.invoke(action === 'allow' ? 'approve' : 'deny', { ids, digests });
+  sendDecision = (action, ids, digests, opts) => {
+    if (action !== 'allow') return tauri.core.invoke('deny', { ids, digests });
+    const args = { ids, digests };
+    if (obj(opts).includingFetch) args.includingFetch = true;
+    return tauri.core.invoke('approve', args);
+  };
   sendPromptAnswer = (id, reply) => tauri.core.invoke('answer_prompt', { id, reply });
   sendResume = () => tauri.core.invoke('resume');
   // Listen first, then ask: no change can fall between the two.
@@ -86,8 +93,11 @@ function startWeb(page) {
     return;
   }
   const q = '?token=' + encodeURIComponent(token);
-  sendDecision = (action, ids, digests) =>
-    webPost(token, action === 'allow' ? 'approve' : 'deny', { ids, digests }).then((body) => arr(obj(body).decided));
+  sendDecision = (action, ids, digests, opts) => {
+    const body = { ids, digests };
+    if (action === 'allow' && obj(opts).includingFetch) body.including_fetch = true;
+    return webPost(token, action === 'allow' ? 'approve' : 'deny', body).then((answer) => arr(obj(answer).decided));
+  };
   sendPromptAnswer = (id, reply) => webPost(token, 'prompt', { id, reply });
   sendResume = () => webPost(token, 'resume', {}).then((body) => arr(obj(body).resumed));
   page.setLive('connecting');

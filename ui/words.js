@@ -1,6 +1,7 @@
 // Reading the snapshot, and the words the page uses for it. Owns: the coercions that make any
 // value safe to read (arr, obj, str, num), the labels of states, kinds, scopes and runtimes, how
-// a source is named, dates and times. Must not: touch the DOM or keep state.
+// a source is named, an npm plugin's approval step, dates and times. Must not: touch the DOM or
+// keep state.
 
 export const arr = (v) => (Array.isArray(v) ? v : []);
 export const obj = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? v : {});
@@ -22,6 +23,8 @@ export function basename(path) {
 const STATES = {
   discovered: { label: 'Discovered', tone: 'neutral' },
   'pending-approval': { label: 'Waiting for approval', tone: 'attention' },
+  // Decided, its bytes still the approved ones, not loaded in this process yet.
+  approved: { label: 'Approved', tone: 'ok' },
   preparing: { label: 'Preparing', tone: 'progress' },
   'pending-activation': { label: 'Waiting for activation', tone: 'attention' },
   active: { label: 'Active', tone: 'ok' },
@@ -83,7 +86,7 @@ export function severity(code) {
   return 'info';
 }
 
-/** A source waiting for the person: before it is loaded, or for what it registers. */
+/** A source waiting for the person: before it is loaded, or for what a changed version registers. */
 export const isAsking = (s) => obj(s).state === 'pending-approval' || obj(s).state === 'pending-activation';
 
 /** A source's name, as its card shows it. */
@@ -96,6 +99,17 @@ export function sourceName(s) {
 }
 
 export const BACKENDS = { bun: 'Bun', node: 'Node.js' };
+
+/**
+ * The step of an npm plugin's two approvals (`approval.step`, "1 of 2: …"): { n, of, text },
+ * or null for a source that takes one.
+ */
+export function approvalStep(s) {
+  const text = str(obj(obj(s).approval).step);
+  if (!text) return null;
+  const m = /^(\d+) of (\d+)/.exec(text);
+  return { n: m ? Number(m[1]) : null, of: m ? Number(m[2]) : null, text };
+}
 
 export function whenText(ms) {
   const n = num(ms);

@@ -41,9 +41,9 @@ describe("approval panel against the real server", () => {
   const status = () => fetchSnapshot(server)
   const row = (id) => sourceRow(page, id)
   const rowIn = (id, state) => page.locator(`[data-testid=source][data-source-id="${id}"][data-state="${state}"]`)
-  /** An approved source: `discovered` until the server has loaded it, `active` once it has. */
+  /** An approved source: `approved` until the server has loaded it, `active` once it has. */
   const rowApproved = (id) =>
-    page.locator(`[data-testid=source][data-source-id="${id}"]:is([data-state="discovered"], [data-state="active"])`)
+    page.locator(`[data-testid=source][data-source-id="${id}"]:is([data-state="approved"], [data-state="active"])`)
   const badge = () => page.getByTestId("pending-badge")
   const badgeCount = async () => Number(await badge().getAttribute("data-count"))
   const focused = () =>
@@ -343,12 +343,16 @@ describe("approval panel against the real server", () => {
       const next = structuredClone(snap)
       next.revision = snap.revision + 1
       const changed = next.sources.find((s) => s.id === first.id)
-      changed.state = "discovered"
+      changed.state = "approved"
       changed.approval = { ...changed.approval, decision: "allow", decided_at_ms: Date.now(), grew: [] }
       next.counts.pending_approval -= 1
       await tauriPage.evaluate((next) => window.__emitTauri("status-changed", { revision: next.revision, diff: {}, snapshot: next }), next)
-      await tauriPage.locator(`[data-source-id="${first.id}"][data-state=discovered]`).waitFor({ timeout: WAIT })
+      await tauriPage.locator(`[data-source-id="${first.id}"][data-state=approved]`).waitFor({ timeout: WAIT })
       assert.equal(await trow(first.id).getByTestId("decision-progress").count(), 0)
+      // Decided, not loaded yet: the badge and the card say so, and no second question is asked.
+      assert.equal(await trow(first.id).getByTestId("state").innerText(), "Approved")
+      assert.match(await trow(first.id).getByTestId("approved-note").innerText(), /not loaded yet/)
+      assert.equal(await trow(first.id).getByTestId("approval-panel").count(), 0)
       assert.equal(await tauriPage.getByTestId("pending-badge").getAttribute("data-count"), String(next.counts.pending_approval))
 
       await trow(second.id).locator("button[data-action=deny]").click()

@@ -1,7 +1,7 @@
 // The sources, grouped by kind, one card each. Owns: a card's head, state, facts (with the mode
 // it runs in), what it can do and its technical details; the empty state. Must not: decide for
 // the person or talk to Berth: the approval parts of a card are approvals.js's, the paused parts
-// paused.js's.
+// paused.js's, what the policy keeps back limits.js's.
 
 import { el, details } from '../dom.js';
 import {
@@ -14,6 +14,7 @@ import {
   later, laterKey, originParts, capsList, renderApprovalPanel, renderDeferred, renderDecided,
 } from './approvals.js';
 import { renderPausedSource } from './paused.js';
+import { renderLimited, limitedPill } from './limits.js';
 
 export function renderEmpty() {
   return el('section', { className: 'panel empty', testid: 'empty-state' }, [
@@ -97,6 +98,7 @@ function renderSource(s, pos) {
       s.state === 'approved' ? renderApproved(s) : null,
       s.state === 'preparing' ? renderPreparing(s) : null,
       s.state === 'active' ? renderRunsIn(s) : null,
+      renderLimited(s),
       renderMeta(s),
       renderCaps(caps),
       problems,
@@ -123,6 +125,7 @@ function renderSource(s, pos) {
         ]),
       ]),
       diags.length ? problemPill(diags) : null,
+      limitedPill(s),
       el('span', {
         className: 'badge badge-' + badgeTone,
         testid: 'state',

@@ -40,6 +40,7 @@ export function renderSummary(snap, sources) {
   const disabled = count('disabled', (s) => s.state === 'disabled');
   const preparing = sources.filter((s) => obj(s).state === 'preparing').length;
   const approved = sources.filter((s) => obj(s).state === 'approved').length;
+  const limited = sources.filter((s) => arr(obj(s).limited).length > 0).length;
 
   let headline;
   let tone;
@@ -104,6 +105,10 @@ export function renderSummary(snap, sources) {
     tone = 'neutral';
     detail = '';
   }
+  if (limited > 0 && !detail) {
+    detail = limited + ' ' + plural(limited, 'source is', 'sources are') + ' partially limited: the policy keeps some of what ' +
+      plural(limited, 'it registers', 'they register') + ' back. Each card says what, and who set it.';
+  }
 
   const chips = [
     chip(total, plural(total, 'source found', 'sources found'), 'total'),
@@ -111,6 +116,7 @@ export function renderSummary(snap, sources) {
     activation > 0 ? chip(activation, 'waiting for activation', 'pending-activation', 'attention') : null,
     approved > 0 ? chip(approved, 'approved, not loaded yet', 'approved', 'progress') : null,
     chip(active, 'active', 'active', active > 0 ? 'ok' : ''),
+    limited > 0 ? chip(limited, 'partially limited', 'limited', 'limited') : null,
     chip(failed, 'failed', 'failed', failed > 0 ? 'error' : ''),
     chip(unsupported, 'not supported', 'unsupported', unsupported > 0 ? 'limited' : ''),
     disabled > 0 ? chip(disabled, 'disabled', 'disabled', '') : null,

@@ -118,13 +118,17 @@ export function startServe(machine) {
   })
 }
 
-/** Stops a server from startServe: SIGTERM, then SIGKILL if it has not exited within 5 s. */
+/**
+ * Stops a server from startServe: SIGTERM, then SIGKILL if it has not exited within 30 s. On
+ * SIGTERM the server lets a dependency install it started (npm, into the data dir) finish first;
+ * killed sooner, that install would go on writing while the scratch machine is removed.
+ */
 export async function stopServe(server) {
   const child = server?.child
   if (!child || child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((r) => child.once("exit", r))
   child.kill("SIGTERM")
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
   await exited
   clearTimeout(timer)
 }
@@ -178,8 +182,7 @@ export async function openPage(browser, url, viewport) {
 export async function tearDown({ browser, server, machine }) {
   await browser?.close().catch(() => {})
   await stopServe(server)
-  // A plugin host's dependency install may still be letting go of its files for a moment.
-  if (machine) rmSync(machine.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 })
+  if (machine) rmSync(machine.root, { recursive: true, force: true })
 }
 
 /** GET /api/status with the server's token: the raw response. */

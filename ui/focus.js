@@ -30,8 +30,9 @@ export function restoreFocus(app, focus) {
   if (!focus) return;
   if (focus.global) {
     let t = app.querySelector('[data-focus-global="' + CSS.escape(focus.global) + '"]');
-    if (t && t.disabled && focus.global.startsWith('prompt:')) {
-      // Its buttons wait for Berth: the progress line of the same prompt holds the focus.
+    if (t && t.disabled && /:.*:/.test(focus.global)) {
+      // Its controls wait for Berth (a prompt's answer, a policy value): the progress line of
+      // the same group holds the focus.
       t = app.querySelector('[data-focus-global="' + CSS.escape(focus.global.replace(/:[^:]*$/, ':status')) + '"]');
     }
     if (!t && focus.global.startsWith('prompt:')) {

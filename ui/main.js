@@ -23,6 +23,8 @@ import { renderMessages, showNewToasts } from './panels/messages.js';
 import { renderTools } from './panels/tools.js';
 import { renderCalls } from './panels/calls.js';
 import { renderHosts } from './panels/hosts.js';
+import { renderPolicy, settlePolicy } from './panels/policy.js';
+import { settleGrants } from './panels/limits.js';
 import { renderLookedAt, renderRuntimes } from './panels/environment.js';
 
 function render(snapshot) {
@@ -31,6 +33,8 @@ function render(snapshot) {
   const app = document.getElementById('app');
   const sources = arr(snap.sources);
   settleDecisions(sources);
+  settleGrants(sources);
+  settlePolicy(snap);
   const focus = rememberFocus(app);
   makeLookups(snap, sources);
 
@@ -48,6 +52,7 @@ function render(snapshot) {
     renderTools(snap),
     renderCalls(snap),
     renderMessages(snap),
+    renderPolicy(snap, sources),
     renderHosts(snap),
     renderLookedAt(snap, sources.length === 0),
     renderRuntimes(snap),

@@ -1,14 +1,22 @@
 // The data source. Owns: the connection to Berth — the Tauri shell when window.__TAURI__ is
 // there (`invoke('status')` and the `status-changed` event), otherwise the loopback server of
 // `berth serve` (`GET /api/status` and the `/api/events` server-sent events, with the token
-// from this page's address) — and the senders of decisions, answers and resumes.
-// Must not: touch the DOM (it reports through the callbacks `connect` is given) or poll.
+// from this page's address) — and the senders of decisions, answers, resumes, policy values
+// and grants. Must not: touch the DOM (it reports through the callbacks `connect` is given) or
+// poll.
 
 import { arr, obj, str, num } from './words.js';
 
-// (action, ids) => Promise<decided ids>; rejects with {code, message, recovery}. Set by the
+// (action, ids, digests, { includingFetch }) => Promise<decided ids>; rejects with {code,
+// message, recovery}. `includingFetch` takes both of an npm plugin's steps at once. Set by the
 // transport in use.
 export let sendDecision = null;
+// (key, value) => Promise<the entry now in force>; `value` null takes the person's setting
+// back. Rejects with {code, message, recovery}. Set by the transport in use.
+export let sendPolicy = null;
+// (source, item, granted) => Promise; lets one held contribution through its `review` cap (or
+// holds it again). Rejects with {code, message, recovery}. Set by the transport in use.
+export let sendGrant = null;
 // (id, reply) => Promise; rejects with {code, message, recovery}. Set by the transport in use.
 export let sendPromptAnswer = null;
 // () => Promise<resumed backends>; rejects with {code, message, recovery}. Set by the transport.
@@ -55,9 +63,16 @@ function startTauri(tauri, page) {
     if (rev !== null) latest = rev;
     page.render(snap);
   };
-  sendDecision = (action, ids, digests) => tauri.core.invoke(action === 'allow' ? 'approve' : 'deny', { ids, digests });
+  sendDecision = (action, ids, digests, opts) => {
+    if (action !== 'allow') return tauri.core.invoke('deny', { ids, digests });
+    const args = { ids, digests };
+    if (obj(opts).includingFetch) args.includingFetch = true;
+    return tauri.core.invoke('approve', args);
+  };
   sendPromptAnswer = (id, reply) => tauri.core.invoke('answer_prompt', { id, reply });
   sendResume = () => tauri.core.invoke('resume');
+  sendPolicy = (key, value) => tauri.core.invoke('set_policy', { key, value });
+  sendGrant = (source, item, granted) => tauri.core.invoke('grant', { source, item, granted });
   // Listen first, then ask: no change can fall between the two.
   Promise.resolve(tauri.event.listen('status-changed', (e) => {
     const payload = obj(e && e.payload);
@@ -86,10 +101,15 @@ function startWeb(page) {
     return;
   }
   const q = '?token=' + encodeURIComponent(token);
-  sendDecision = (action, ids, digests) =>
-    webPost(token, action === 'allow' ? 'approve' : 'deny', { ids, digests }).then((body) => arr(obj(body).decided));
+  sendDecision = (action, ids, digests, opts) => {
+    const body = { ids, digests };
+    if (action === 'allow' && obj(opts).includingFetch) body.including_fetch = true;
+    return webPost(token, action === 'allow' ? 'approve' : 'deny', body).then((answer) => arr(obj(answer).decided));
+  };
   sendPromptAnswer = (id, reply) => webPost(token, 'prompt', { id, reply });
   sendResume = () => webPost(token, 'resume', {}).then((body) => arr(obj(body).resumed));
+  sendPolicy = (key, value) => webPost(token, 'policy', { key, value }).then((body) => obj(obj(body).set));
+  sendGrant = (source, item, granted) => webPost(token, 'policy/grant', { source, item, granted });
   page.setLive('connecting');
 
   fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })
@@ -119,8 +139,9 @@ function startWeb(page) {
 }
 
 /**
- * POST /api/<path> with a JSON body (approve, deny, prompt, resume) → the 200 answer's JSON,
- * or a rejection with {code, message, recovery} (Berth's error body, or one made here).
+ * POST /api/<path> with a JSON body (approve, deny, prompt, resume, policy, policy/grant) → the
+ * 200 answer's JSON, or a rejection with {code, message, recovery} (Berth's error body, or one
+ * made here).
  */
 function webPost(token, path, payload) {
   return fetch('/api/' + path, {

@@ -1,6 +1,7 @@
 // Reading the snapshot, and the words the page uses for it. Owns: the coercions that make any
 // value safe to read (arr, obj, str, num), the labels of states, kinds, scopes and runtimes, how
-// a source is named, dates and times. Must not: touch the DOM or keep state.
+// a source is named, an npm plugin's approval step, the policy's layers and categories, dates
+// and times. Must not: touch the DOM or keep state.
 
 export const arr = (v) => (Array.isArray(v) ? v : []);
 export const obj = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? v : {});
@@ -22,6 +23,8 @@ export function basename(path) {
 const STATES = {
   discovered: { label: 'Discovered', tone: 'neutral' },
   'pending-approval': { label: 'Waiting for approval', tone: 'attention' },
+  // Decided, its bytes still the approved ones, not loaded in this process yet.
+  approved: { label: 'Approved', tone: 'ok' },
   preparing: { label: 'Preparing', tone: 'progress' },
   'pending-activation': { label: 'Waiting for activation', tone: 'attention' },
   active: { label: 'Active', tone: 'ok' },
@@ -83,7 +86,7 @@ export function severity(code) {
   return 'info';
 }
 
-/** A source waiting for the person: before it is loaded, or for what it registers. */
+/** A source waiting for the person: before it is loaded, or for what a changed version registers. */
 export const isAsking = (s) => obj(s).state === 'pending-approval' || obj(s).state === 'pending-activation';
 
 /** A source's name, as its card shows it. */
@@ -96,6 +99,58 @@ export function sourceName(s) {
 }
 
 export const BACKENDS = { bun: 'Bun', node: 'Node.js' };
+
+/**
+ * The step of an npm plugin's two approvals (`approval.step`, "1 of 2: …"): { n, of, text },
+ * or null for a source that takes one.
+ */
+export function approvalStep(s) {
+  const text = str(obj(obj(s).approval).step);
+  if (!text) return null;
+  const m = /^(\d+) of (\d+)/.exec(text);
+  return { n: m ? Number(m[1]) : null, of: m ? Number(m[2]) : null, text };
+}
+
+// Words for the policy
+
+const LAYERS = {
+  organisation: { who: 'your organisation', by: 'your organisation\u2019s policy' },
+  product: { who: 'Berth', by: 'Berth\u2019s default' },
+  user: { who: 'you', by: 'your setting' },
+};
+
+/** Who set a policy value: { who: 'your organisation', by: 'your organisation’s policy' }. */
+export function layerWords(layer) {
+  const l = str(layer);
+  return LAYERS[l] || { who: l || 'an unknown layer', by: l || 'an unknown layer' };
+}
+
+const CATEGORIES = {
+  'tool-override': 'takes the name of a built-in or protected tool',
+  config: 'changes the OpenCode config',
+  'model-request': 'changes what is sent to the model',
+  'shell-env': 'sets variables in the shell commands the agent runs',
+  credentials: 'handles credentials',
+  ui: 'puts something before you (toasts, prompt text)',
+};
+
+/** What a capped contribution does, in plain words. */
+export function categoryWords(category) {
+  const c = str(category);
+  return CATEGORIES[c] || (c ? c.replace(/-/g, ' ') : 'capped');
+}
+
+/** A contribution as a policy names it (`hook:chat.params`, `tool:webfetch`, `call:tui.showToast`), in words. */
+export function itemWords(item) {
+  const s = str(item);
+  const i = s.indexOf(':');
+  const kind = i > 0 ? s.slice(0, i) : '';
+  const name = i > 0 ? s.slice(i + 1) : s;
+  if (kind === 'hook') return { kind: 'its hook', name };
+  if (kind === 'tool') return { kind: 'its tool', name };
+  if (kind === 'call') return { kind: 'its calls to', name: 'client.' + name };
+  return { kind: '', name };
+}
 
 export function whenText(ms) {
   const n = num(ms);

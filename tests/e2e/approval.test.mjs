@@ -41,9 +41,9 @@ describe("approval panel against the real server", () => {
   const status = () => fetchSnapshot(server)
   const row = (id) => sourceRow(page, id)
   const rowIn = (id, state) => page.locator(`[data-testid=source][data-source-id="${id}"][data-state="${state}"]`)
-  /** An approved source: `discovered` until the server has loaded it, `active` once it has. */
+  /** An approved source: `approved` until the server has loaded it, `active` once it has. */
   const rowApproved = (id) =>
-    page.locator(`[data-testid=source][data-source-id="${id}"]:is([data-state="discovered"], [data-state="active"])`)
+    page.locator(`[data-testid=source][data-source-id="${id}"]:is([data-state="approved"], [data-state="active"])`)
   const badge = () => page.getByTestId("pending-badge")
   const badgeCount = async () => Number(await badge().getAttribute("data-count"))
   const focused = () =>
@@ -343,12 +343,16 @@ describe("approval panel against the real server", () => {
       const next = structuredClone(snap)
       next.revision = snap.revision + 1
       const changed = next.sources.find((s) => s.id === first.id)
-      changed.state = "discovered"
+      changed.state = "approved"
       changed.approval = { ...changed.approval, decision: "allow", decided_at_ms: Date.now(), grew: [] }
       next.counts.pending_approval -= 1
       await tauriPage.evaluate((next) => window.__emitTauri("status-changed", { revision: next.revision, diff: {}, snapshot: next }), next)
-      await tauriPage.locator(`[data-source-id="${first.id}"][data-state=discovered]`).waitFor({ timeout: WAIT })
+      await tauriPage.locator(`[data-source-id="${first.id}"][data-state=approved]`).waitFor({ timeout: WAIT })
       assert.equal(await trow(first.id).getByTestId("decision-progress").count(), 0)
+      // Decided, not loaded yet: the badge and the card say so, and no second question is asked.
+      assert.equal(await trow(first.id).getByTestId("state").innerText(), "Approved")
+      assert.match(await trow(first.id).getByTestId("approved-note").innerText(), /not loaded yet/)
+      assert.equal(await trow(first.id).getByTestId("approval-panel").count(), 0)
       assert.equal(await tauriPage.getByTestId("pending-badge").getAttribute("data-count"), String(next.counts.pending_approval))
 
       await trow(second.id).locator("button[data-action=deny]").click()
@@ -362,6 +366,93 @@ describe("approval panel against the real server", () => {
       for (const part of [refusal.code, refusal.message, refusal.recovery]) assert.ok(text.includes(part), text)
       assert.equal(await trow(second.id).locator("button[data-action=deny]").isEnabled(), true)
       assert.equal(await trow(second.id).getAttribute("data-state"), "pending-approval")
+      assert.deepEqual(apiRequests, [], "the page used HTTP although the Tauri bridge was there")
+      assert.deepEqual(tauriProblems, [])
+    } finally {
+      await tauriPage.close()
+    }
+  })
+})
+
+describe("an npm plugin's two steps against the real server", () => {
+  let machine
+  let server
+  let browser
+  let page
+  let problems
+  let npm
+
+  const status = () => fetchSnapshot(server)
+  const row = () => sourceRow(page, npm.id)
+
+  before(async () => {
+    machine = scratchMachine("npm-steps")
+    write(join(machine.project, "opencode.json"), JSON.stringify({ plugin: ["opencode-wakatime@1.3.9"] }))
+    // No network: a fetch the page allows fails at once instead of reaching a registry (what
+    // the fetch brings is the runtime's own tests'; this one is about what the page sends).
+    Object.assign(machine.env, { npm_config_registry: "http://127.0.0.1:9/", npm_config_fetch_retries: "0" })
+    server = await startServe(machine)
+    npm = (await status()).sources.find((s) => s.kind === "npm-plugin")
+    assert.ok(npm, "no npm source in the snapshot")
+    browser = await launchBrowser()
+    ;({ page, problems } = await openPage(browser, server.url, { width: 1180, height: 900 }))
+  })
+
+  after(() => tearDown({ browser, server, machine }))
+
+  test("step 1 of 2 shows the runtime's step and offers to allow the fetch, or the fetch and what it brings", async () => {
+    assert.equal(npm.state, "pending-approval")
+    assert.match(npm.approval.step, /^1 of 2: /)
+    const panel = row().getByTestId("approval-panel")
+    await panel.waitFor({ state: "visible", timeout: WAIT })
+    assert.equal(await panel.getAttribute("data-variant"), "fetch")
+    assert.equal(await panel.getByTestId("approval-step").textContent(), `Step ${npm.approval.step}`)
+    assert.equal(await row().getByTestId("state").innerText(), "Waiting for approval (1 of 2)")
+    assert.match(await panel.innerText(), /Allow Berth to fetch this plugin\?/)
+    assert.deepEqual(
+      await row().locator("button[data-action]").evaluateAll((bs) => bs.map((b) => [b.dataset.action, b.textContent])),
+      [["allow", "Allow fetching"], ["allow-including-fetch", "Allow, including what it fetches"], ["deny", "Deny"], ["later", "Later"]],
+    )
+    assert.deepEqual(problems, [])
+  })
+
+  test("“Allow, including what it fetches” sends including_fetch; the audit trail records it for the page", async () => {
+    const sent = page.waitForRequest((r) => r.url().endsWith("/api/approve"))
+    await row().locator("button[data-action=allow-including-fetch]").click()
+    const req = await sent
+    assert.deepEqual(req.postDataJSON(), { ids: [npm.id], digests: { [npm.id]: npm.digest }, including_fetch: true })
+    // The live event moves the source on: decided, its fetch next (it fails here, offline).
+    await page
+      .locator(`[data-testid=source][data-source-id="${npm.id}"]:not([data-state="pending-approval"])`)
+      .waitFor({ timeout: WAIT })
+    assert.equal(await row().getByTestId("approval-panel").count(), 0)
+    const approvals = berth(machine, ["approvals"]).approvals.filter((a) => a.source_id === npm.id)
+    assert.equal(approvals.length, 1, JSON.stringify(approvals))
+    assert.equal(approvals[0].decision, "allow")
+    assert.equal(approvals[0].decided_by, "page")
+    assert.equal(approvals[0].shown.including_fetch, true, JSON.stringify(approvals[0].shown))
+    assert.deepEqual(problems, [])
+  })
+
+  test("the Tauri bridge: invoke('approve', {ids, digests, includingFetch: true})", async () => {
+    const tauriPage = await browser.newPage({ viewport: { width: 1180, height: 900 } })
+    const tauriProblems = watchPage(tauriPage)
+    const apiRequests = watchApiRequests(tauriPage)
+    try {
+      const snap = await status()
+      // The snapshot as it was before the decision above: step 1 of 2.
+      snap.sources = snap.sources.map((s) => (s.id === npm.id ? npm : s))
+      await stubTauriBridge(tauriPage, snap, { hold: true })
+      await tauriPage.goto(`${server.origin}/`)
+      await tauriPage.waitForSelector("body[data-ready='1']", { timeout: WAIT })
+      await sourceRow(tauriPage, npm.id).locator("button[data-action=allow-including-fetch]").click()
+      await tauriPage.waitForFunction(() => window.__invokes.length === 1, null, { timeout: WAIT })
+      assert.deepEqual(await tauriPage.evaluate(() => window.__invokes), [
+        { cmd: "approve", args: { ids: [npm.id], digests: { [npm.id]: npm.digest }, includingFetch: true } },
+      ])
+      const progress = sourceRow(tauriPage, npm.id).getByTestId("decision-progress")
+      await progress.waitFor({ state: "visible", timeout: WAIT })
+      assert.match(await progress.innerText(), /Allowing, with what it fetches/)
       assert.deepEqual(apiRequests, [], "the page used HTTP although the Tauri bridge was there")
       assert.deepEqual(tauriProblems, [])
     } finally {

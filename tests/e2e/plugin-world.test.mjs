@@ -3,7 +3,7 @@
 // plugin sends (`client.tui.showToast`), and paused sources with their Resume button.
 //
 // Runs the berth binary from BERTH_BIN (default: target/debug/berth of this repository) on a
-// scratch machine; the fixtures are approved through both checkpoints with the real CLI before
+// scratch machine; the fixtures are approved once each with the real CLI and loaded by it before
 // `berth serve` starts (it activates approved sources in the background). Nothing waits on
 // time: every step waits for what the page or the server shows.
 import { after, before, describe, test } from "node:test"
@@ -12,7 +12,7 @@ import { copyFileSync, existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import {
   WAIT,
-  approveThroughActivation,
+  approveAndLoad,
   berth,
   berthText,
   fetchSnapshot,
@@ -61,7 +61,7 @@ describe("permission prompts against the real server", () => {
   before(async () => {
     machine = scratchMachine("prompts")
     projectPlugin(machine, "permission-gate")
-    ;[pluginId] = approveThroughActivation(machine)
+    ;[pluginId] = approveAndLoad(machine)
     server = await startServe(machine)
     browser = await launchBrowser()
     ;({ page, problems } = await openPage(browser, server.url, { width: 1180, height: 900 }))
@@ -239,7 +239,7 @@ describe("toasts, plugin messages and paused sources", () => {
   before(async () => {
     machine = scratchMachine("toasts")
     projectPlugin(machine, "shows-toast")
-    ;[pluginId] = approveThroughActivation(machine)
+    ;[pluginId] = approveAndLoad(machine)
     server = await startServe(machine)
     browser = await launchBrowser()
     page = await browser.newPage({ viewport: { width: 1180, height: 900 } })

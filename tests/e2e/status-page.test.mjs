@@ -321,24 +321,29 @@ describe("tools and plugin hosts once sources are approved with the CLI", () => 
     assert.equal(await page.locator("[data-testid=host]").count(), 0)
   })
 
-  test("approved once, the tool is active and the plugin asks to approve what it registers", async () => {
-    assert.match(approveAll(), new RegExp(escapeRe(pluginId)))
-    const asking = page.locator(`[data-testid=source][data-source-id="${pluginId}"][data-state=pending-activation]`)
-    await asking.waitFor({ timeout: LOAD_WAIT })
-    const panel = asking.getByTestId("approval-panel")
-    assert.equal(await panel.getAttribute("data-variant"), "activation")
-    assert.match(await panel.innerText(), /Approve what it registers\?/)
-    assert.match(await panel.getByTestId("approval-grew").innerText(), /registers hooks: chat\.params/)
-    assert.equal(await asking.locator("button[data-action=allow]").isEnabled(), true)
-    await page.locator("[data-testid=pending-badge][data-count='1']").waitFor({ timeout: WAIT })
-    assert.match(await page.getByTestId("summary").innerText(), /registers more than you approved/)
-    await page.locator('[data-testid=tool][data-tool="hello"]').waitFor({ timeout: LOAD_WAIT })
-    assert.deepEqual(problems, [])
-  })
-
-  test("approved again, the page shows the tool with its schema, the host, and the plugin active", async () => {
-    approveAll()
+  test("approved once, the plugin and the tool load and register what they contribute; nothing asks again", async () => {
+    // Every state the page shows the plugin in on the way: none may ask for it a second time.
+    await page.evaluate((id) => {
+      window.__statesSeen = []
+      new MutationObserver(() => {
+        const row = document.querySelector(`[data-testid=source][data-source-id="${id}"]`)
+        if (row && window.__statesSeen.at(-1) !== row.dataset.state) window.__statesSeen.push(row.dataset.state)
+      }).observe(document.getElementById("app"), { childList: true, subtree: true })
+    }, pluginId)
+    const approved = approveAll()
+    assert.match(approved, new RegExp(escapeRe(pluginId)))
+    assert.match(approved, new RegExp(escapeRe(toolId)))
     await card(pluginId).and(page.locator("[data-state=active]")).waitFor({ timeout: LOAD_WAIT })
+    const seen = await page.evaluate(() => window.__statesSeen)
+    assert.ok(!seen.includes("pending-activation"), `asked a second time: ${seen.join(" → ")}`)
+    assert.deepEqual(seen.filter((st) => !["pending-approval", "approved", "preparing", "active"].includes(st)), [], seen.join(" → "))
+    assert.equal(seen.at(-1), "active")
+    await page.locator('[data-testid=tool][data-tool="hello"]').waitFor({ timeout: LOAD_WAIT })
+    // Nothing of it is capped by the product's defaults: not partially limited.
+    const loaded = (await status()).sources.find((x) => x.id === pluginId)
+    assert.deepEqual(loaded.limited, [], JSON.stringify(loaded))
+    assert.equal(await card(pluginId).getByTestId("limited").count(), 0)
+    assert.equal(await card(pluginId).getByTestId("partially-limited").count(), 0)
     // Wait on the page (not on time) until its host row runs both sources, then compare with the API.
     const hostRow = page.locator("[data-testid=host]", {
       has: page.locator(`[data-testid=host-source][data-source-id="${pluginId}"]`),
@@ -387,6 +392,43 @@ describe("tools and plugin hosts once sources are approved with the CLI", () => 
     await page.evaluate(() => window.scrollTo(0, 0))
     const path = await saveScreenshot(page, "tools-and-hosts.png")
     assert.ok(existsSync(path))
+  })
+
+  test("a changed version that registers more than the active one waits, and the panel says what it adds", async () => {
+    // In the person's own global folder a change that does not grow what the code can do
+    // reloads without asking; this one then registers a hook the active version did not.
+    const file = join(machine.globalDir, "plugins", "a.ts")
+    write(
+      file,
+      'export default { id: "a", server: async () => ({ "chat.params": async () => {}, "command.execute.before": async () => {} }) }\n',
+    )
+    const asking = page.locator(`[data-testid=source][data-source-id="${pluginId}"][data-state=pending-activation]`)
+    await asking.waitFor({ timeout: LOAD_WAIT })
+    const snap = await status()
+    await waitForRevision(page, snap.revision)
+    const s = snap.sources.find((x) => x.id === pluginId)
+    assert.equal(s.state, "pending-activation")
+    assert.ok(s.approval.grew.some((g) => g.includes("command.execute.before")), JSON.stringify(s.approval))
+
+    const panel = asking.getByTestId("approval-panel")
+    assert.equal(await panel.getAttribute("data-variant"), "activation")
+    const text = await panel.innerText()
+    assert.match(text, /Allow its new version to register more\?/)
+    assert.match(text, /its new version registers more than the version that was active/)
+    assert.doesNotMatch(text, /Approve what it registers/)
+    const grew = panel.getByTestId("approval-grew")
+    assert.match(await grew.innerText(), /Its new version registers more:/)
+    for (const g of s.approval.grew) assert.equal(await grew.locator(`li[data-grew="${g}"]`).count(), 1, g)
+    await page.locator("[data-testid=pending-badge][data-count='1']").waitFor({ timeout: WAIT })
+    assert.equal(await page.getByTestId("summary").innerText(), "1 changed plugin registers more than before")
+
+    await asking.locator("button[data-action=allow]").click()
+    await card(pluginId).and(page.locator("[data-state=active]")).waitFor({ timeout: LOAD_WAIT })
+    const settled = (await status()).sources.find((x) => x.id === pluginId)
+    assert.equal(settled.state, "active")
+    assert.deepEqual(settled.approval.grew, [])
+    await page.locator("[data-testid=pending-badge][data-count='0']").waitFor({ state: "hidden", timeout: WAIT })
+    assert.deepEqual(problems, [])
   })
 })
 

@@ -41,6 +41,9 @@ export function scratchMachine(name) {
     env[k] = v
   }
   Object.assign(env, {
+    // The plugin host's code of this repository (a binary built into a CARGO_TARGET_DIR outside
+    // the repository does not find it above itself).
+    BERTH_HOST_DIR: process.env.BERTH_HOST_DIR ?? join(repo, "host"),
     HOME: home,
     XDG_CONFIG_HOME: join(home, ".config"),
     XDG_DATA_HOME: join(home, ".local", "share"),
@@ -115,13 +118,17 @@ export function startServe(machine) {
   })
 }
 
-/** Stops a server from startServe: SIGTERM, then SIGKILL if it has not exited within 5 s. */
+/**
+ * Stops a server from startServe: SIGTERM, then SIGKILL if it has not exited within 30 s. On
+ * SIGTERM the server lets a dependency install it started (npm, into the data dir) finish first;
+ * killed sooner, that install would go on writing while the scratch machine is removed.
+ */
 export async function stopServe(server) {
   const child = server?.child
   if (!child || child.exitCode !== null || child.signalCode !== null) return
   const exited = new Promise((r) => child.once("exit", r))
   child.kill("SIGTERM")
-  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000)
   await exited
   clearTimeout(timer)
 }
@@ -255,27 +262,20 @@ export function stubTauriBridge(page, snapshot, { hold = false } = {}) {
 }
 
 /**
- * Approves every waiting source of `machine` the way a person does with the CLI, through both
- * checkpoints: `berth approve --all` (before loading), `berth tools` (loads; a plugin that
- * registers more than was approved waits for activation), and again until nothing waits.
- * Returns the ids approved.
+ * Approves every waiting source of `machine` the way a person does with the CLI: one decision per
+ * source (`berth approve --all`), then `berth tools` loads them and they register what they
+ * contribute; nothing is asked a second time. Returns the ids approved.
  */
-export function approveThroughActivation(machine, rounds = 3) {
-  const approved = new Set()
-  for (let i = 0; i < rounds; i++) {
-    const waiting = berth(machine, ["status"]).sources.filter(
-      (s) => s.state === "pending-approval" || s.state === "pending-activation",
-    )
-    if (i > 0 && waiting.length === 0) break
-    for (const s of waiting) approved.add(s.id)
-    berthText(machine, ["approve", "--all"])
-    berthText(machine, ["tools"])
-  }
+export function approveAndLoad(machine) {
+  const waiting = berth(machine, ["status"]).sources.filter((s) => s.state === "pending-approval")
+  const approved = berth(machine, ["approve", "--all"]).approved
+  assert.deepEqual([...approved].sort(), waiting.map((s) => s.id).sort(), "approve --all approved what was waiting")
+  berthText(machine, ["tools"])
   const left = berth(machine, ["status"]).sources.filter(
     (s) => s.state === "pending-approval" || s.state === "pending-activation",
   )
-  assert.deepEqual(left.map((s) => s.id), [], "sources still waiting after approving through activation")
-  return [...approved]
+  assert.deepEqual(left.map((s) => `${s.id}: ${s.state}`), [], "a source was asked a second time after one approval")
+  return approved
 }
 
 /** POST /api/<path> with the server's token and a JSON body: resolves with { status, body }. */

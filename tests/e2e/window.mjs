@@ -1,6 +1,7 @@
 // The real Berth window (WebKitGTK under Xvfb) through tauri-driver's W3C WebDriver API.
-// Asserts on data the runtime derived (the folder path from this test's HOME) and on a live
-// update after a plugin file appears (the Tauri event path, no reload).
+// Asserts on data the runtime derived (the folder path from this test's HOME, the policy's
+// entries as `berth policy` resolves them on the same data dir) and on a live update after a
+// plugin file appears (the Tauri event path, no reload).
 import { execFileSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -87,6 +88,46 @@ try {
     if (process.env.WINDOW_SHOT) {
       mkdirSync(dirname(process.env.WINDOW_SHOT), { recursive: true })
       execFileSync("import", ["-window", "root", process.env.WINDOW_SHOT])
+    }
+  })
+
+  await test("the policy panel shows the runtime's entries and each source's mode in the real window", async () => {
+    // The CLI beside the app, on the same HOME and data dir: what the runtime resolved.
+    const cli = process.env.BERTH_BIN ?? join(dirname(app), "berth")
+    const { policy, sources } = JSON.parse(
+      execFileSync(cli, ["policy", "--json", "--data-dir", dataDir, "--project", project], { encoding: "utf8" }),
+    )
+    const shown = await waitFor(
+      session,
+      `const rows = [...document.querySelectorAll('[data-testid=policy-entry]')];
+       return rows.length > 0 && rows.map((r) => ({
+         key: r.dataset.key, value: r.dataset.value, layer: r.dataset.layer, changeable: r.dataset.changeable,
+         setBy: r.querySelector('[data-testid=policy-layer]').textContent,
+         control: !!r.querySelector('[data-testid=policy-control]'),
+       }))`,
+      "the policy panel",
+    )
+    const expected = policy.entries.map((e) => ({
+      key: e.key, value: JSON.stringify(e.value), layer: e.layer, changeable: e.changeable,
+    }))
+    const got = shown.map(({ key, value, layer, changeable }) => ({ key, value, layer, changeable }))
+    if (JSON.stringify(got) !== JSON.stringify(expected)) {
+      throw new Error(`policy rows differ from berth policy:\n${JSON.stringify(got)}\n${JSON.stringify(expected)}`)
+    }
+    const shell = shown.find((r) => r.key === "cap.shell-env")
+    if (!shell || shell.value !== '"review"' || shell.layer !== "product" || shell.setBy !== "Berth\u2019s default" || !shell.control) {
+      throw new Error(`cap.shell-env row: ${JSON.stringify(shell)}`)
+    }
+    const modes = await waitFor(
+      session,
+      `const rows = [...document.querySelectorAll('[data-testid=policy-source-mode]')];
+       return rows.length === ${sources.length} && rows.map((r) => [r.dataset.sourceId, r.dataset.mode,
+         r.querySelector('[data-testid=policy-source-why]').textContent])`,
+      "each source's mode",
+    )
+    const wanted = sources.map((s) => [s.id, s.run_mode.mode, s.run_mode.why])
+    if (JSON.stringify(modes) !== JSON.stringify(wanted)) {
+      throw new Error(`source modes differ from berth policy:\n${JSON.stringify(modes)}\n${JSON.stringify(wanted)}`)
     }
   })
 } finally {

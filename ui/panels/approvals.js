@@ -3,7 +3,9 @@
 // Must not: change a source's state itself: the new state arrives with the next snapshot.
 
 import { el } from '../dom.js';
-import { arr, obj, str, num, kindLabel, category, isTool, scopeLabel, sourceName, BACKENDS, whenText } from '../words.js';
+import {
+  arr, obj, str, num, kindLabel, category, isTool, scopeLabel, sourceName, approvalStep, BACKENDS, whenText,
+} from '../words.js';
 import { rerender } from '../page.js';
 import { focusIn } from '../focus.js';
 import { sendDecision, describeError } from '../transport.js';
@@ -65,19 +67,33 @@ export function renderApprovalPanel(s, caps) {
   const id = str(s.id);
   const approval = obj(s.approval);
   const grew = arr(approval.grew).map(str).filter(Boolean);
-  // Loaded after an approval, and found to register more than was approved.
+  // A later load of changed bytes the person did not decide on, found to register more than
+  // the version that was active before.
   const activation = s.state === 'pending-activation';
-  const again = approval.decision === 'allow';
+  // An npm plugin's two steps: allow the fetch (its bytes are not here yet), then its bytes.
+  const step = activation ? null : approvalStep(s);
+  const fetchStep = !!step && step.n === 1;
+  const contentsStep = !!step && step.n === 2;
+  const again = !step && approval.decision === 'allow';
   const name = sourceName(s);
   const what = noun(s);
   const local = s.kind === 'file-plugin' || isTool(s);
+  const variant = activation ? 'activation' : fetchStep ? 'fetch' : contentsStep ? 'contents' : again ? 'again' : 'first';
 
   let intro;
   if (activation) {
     const at = timeEl(approval.decided_at_ms);
     intro = ['You approved ', el('strong', { text: name }), at ? ' on ' : '', at,
-      '. Berth loaded it and found that it registers more than that approval covered. ' +
-      'OpenCode uses none of it until you decide.'];
+      '. Its code changed since, and its new version registers more than the version that was active. ' +
+      'Berth stopped the new version; OpenCode uses none of it until you decide.'];
+  } else if (fetchStep) {
+    intro = ['OpenCode would load ', el('strong', { text: name }), ' from npm for ',
+      s.scope === 'local' ? 'this project' : 'all your projects',
+      '. Berth has not fetched it yet, so what it contains cannot be known: allowing the fetch ' +
+      'downloads the package with its install scripts off, and Berth shows what it contains before any of it runs.'];
+  } else if (contentsStep) {
+    intro = ['Berth fetched ', el('strong', { text: name }), ' with its install scripts off. ' +
+      'None of its code has run. Decide on what it can do.'];
   } else if (again) {
     const at = timeEl(approval.decided_at_ms);
     intro = ['You approved ', el('strong', { text: name }), at ? ' on ' : '', at,
@@ -85,15 +101,15 @@ export function renderApprovalPanel(s, caps) {
   } else {
     intro = ['OpenCode would load ', el('strong', { text: name }), ' as a ', kindLabel(s.kind).toLowerCase(),
       ' for ', s.scope === 'local' ? 'this project' : 'all your projects',
-      '. Berth has not run any of its code.'];
+      '. Berth has not run any of its code.',
+      local ? ' Once you allow it, it loads and registers what it contributes; you are not asked a second time.' : ''];
   }
 
+  const grewTitle = activation ? 'Its new version registers more:'
+    : contentsStep ? 'Found in the fetched package:' : 'Asked again because it now:';
   const grewBlock = grew.length
     ? el('div', { className: 'approval-grew', testid: 'approval-grew', attrs: { role: 'note' } }, [
-      el('p', {
-        className: 'approval-grew-title',
-        text: activation ? 'Once loaded, it:' : 'Asked again because it now:',
-      }),
+      el('p', { className: 'approval-grew-title', text: grewTitle }),
       el('ul', { className: 'approval-grew-list' }, grew.map((g) => {
         const i = g.indexOf(': ');
         return el('li', { dataset: { grew: g } }, i > 0
@@ -107,6 +123,7 @@ export function renderApprovalPanel(s, caps) {
       ])
       : null;
 
+  const runMode = obj(s.run_mode);
   const facts = el('dl', { className: 'approval-facts' }, [
     el('dt', { text: 'Plugin id' }),
     el('dd', { className: 'mono', testid: 'approval-id', text: id }),
@@ -116,6 +133,8 @@ export function renderApprovalPanel(s, caps) {
     el('dd', { className: 'approval-origin' }, originParts(s)),
     el('dt', { text: activation ? 'Runs' : 'Would run' }),
     el('dd', { testid: 'approval-runs' }, runsWhere(approval)),
+    str(runMode.why) ? el('dt', { text: 'Mode' }) : null,
+    str(runMode.why) ? el('dd', { testid: 'approval-mode', dataset: { mode: str(runMode.mode) }, text: str(runMode.why) }) : null,
     el('dt', { text: 'What it could do' }),
     el('dd', null, capsList(caps)),
   ]);
@@ -137,24 +156,34 @@ export function renderApprovalPanel(s, caps) {
   };
 
   const title = activation
-    ? 'Approve what it registers?'
-    : again ? 'Allow the changed ' + what + ' to run?' : 'Allow this ' + what + ' to run?';
+    ? 'Allow its new version to register more?'
+    : fetchStep ? 'Allow Berth to fetch this ' + what + '?'
+      : again ? 'Allow the changed ' + what + ' to run?' : 'Allow this ' + what + ' to run?';
   const note = activation
     ? [
-      el('strong', { text: 'Allowing lets OpenCode call what it registers, with your user\u2019s rights.' }),
+      el('strong', { text: 'Allowing lets OpenCode call what its new version registers, with your user\u2019s rights.' }),
       ' Its code already ran once when Berth loaded it; denying stops it and keeps it from loading again.',
     ]
-    : [
-      el('strong', { text: 'Approving lets its code run with your user\u2019s rights.' }),
-      ' Berth cannot undo side effects an import already had; denying later only stops it from loading again.',
-    ];
+    : fetchStep
+      ? [
+        el('strong', { text: 'Allowing the fetch runs none of its code.' }),
+        ' \u201cAllow, including what it fetches\u201d also approves the fetched bytes: its code then runs with your user\u2019s rights without asking again.',
+      ]
+      : [
+        el('strong', { text: 'Approving lets its code run with your user\u2019s rights.' }),
+        ' Berth cannot undo side effects an import already had; denying later only stops it from loading again.',
+      ];
 
   return el('section', {
     className: 'approval' + (again ? ' is-again' : '') + (activation ? ' is-activation' : ''),
     testid: 'approval-panel',
-    dataset: { variant: activation ? 'activation' : again ? 'again' : 'first' },
+    dataset: { variant, step: step ? step.n : null },
     attrs: { 'aria-label': 'Approval for ' + name, 'aria-busy': busy ? 'true' : null },
   }, [
+    step ? el('p', { className: 'approval-step', testid: 'approval-step', dataset: { step: step.n } }, [
+      el('span', { className: 'approval-step-mark', text: 'Step' }),
+      ' ' + step.text,
+    ]) : null,
     el('h4', { className: 'approval-title', text: title }),
     el('p', { className: 'approval-intro' }, intro),
     grewBlock,
@@ -164,8 +193,14 @@ export function renderApprovalPanel(s, caps) {
       el('span', null, note),
     ]),
     el('div', { className: 'approval-actions' }, [
-      btn('allow', activation ? 'Allow' : again ? 'Allow again' : 'Allow', 'btn-allow',
-        activation ? 'Allow what ' + name + ' registers' : 'Allow ' + name),
+      fetchStep
+        ? btn('allow', 'Allow fetching', 'btn-allow', 'Allow Berth to fetch ' + name)
+        : btn('allow', activation ? 'Allow' : again ? 'Allow again' : 'Allow', 'btn-allow',
+          activation ? 'Allow what the new version of ' + name + ' registers' : 'Allow ' + name),
+      fetchStep
+        ? btn(INCLUDING_FETCH, 'Allow, including what it fetches', 'btn-always',
+          'Allow ' + name + ', including what its fetch brings')
+        : null,
       btn('deny', 'Deny', 'btn-deny', 'Deny ' + name),
       btn('later', 'Later', 'btn-quiet', 'Decide about ' + name + ' later'),
       decisionStatus(id),
@@ -191,7 +226,7 @@ export function renderDeferred(s) {
     el('span', {
       className: 'decision-text',
       text: s.state === 'pending-activation'
-        ? 'Registers more than you approved; OpenCode uses none of it yet. You chose to decide later.'
+        ? 'Its new version registers more than the version that was active; OpenCode uses none of it yet. You chose to decide later.'
         : 'Waiting for your decision. You chose to decide later.',
     }),
     review,
@@ -238,7 +273,9 @@ function isBusy(id) {
   return !!d && d.phase !== 'error';
 }
 
-const PROGRESS = { allow: 'Allowing\u2026', deny: 'Denying\u2026' };
+// "Allow, including what it fetches": both of an npm plugin's steps at once.
+const INCLUDING_FETCH = 'allow-including-fetch';
+const PROGRESS = { allow: 'Allowing\u2026', [INCLUDING_FETCH]: 'Allowing, with what it fetches\u2026', deny: 'Denying\u2026' };
 
 function decisionStatus(id) {
   const d = decisions[id];
@@ -267,7 +304,7 @@ function decisionError(id) {
     el('span', { className: 'diag-code', text: e.code || 'error' }),
     el('div', { className: 'diag-body' }, [
       el('p', { className: 'diag-message' }, [
-        el('strong', { text: (d.action === 'allow' ? 'Could not allow it: ' : 'Could not deny it: ') }),
+        el('strong', { text: (d.action === 'deny' ? 'Could not deny it: ' : 'Could not allow it: ') }),
         e.message,
       ]),
       e.recovery ? el('p', { className: 'diag-recovery' }, [
@@ -301,7 +338,9 @@ function decide(s, action) {
   try {
     // The digest of the source as this card showed it: Berth refuses an approval of bytes
     // that moved since.
-    sent = Promise.resolve(sendDecision(action, [id], { [id]: str(s.digest) }));
+    const including = action === INCLUDING_FETCH;
+    sent = Promise.resolve(sendDecision(including ? 'allow' : action, [id], { [id]: str(s.digest) },
+      { includingFetch: including }));
   } catch (err) {
     sent = Promise.reject(err);
   }

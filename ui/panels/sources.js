@@ -1,9 +1,12 @@
-// The sources, grouped by kind, one card each. Owns: a card's head, state, facts, what it can do
-// and its technical details; the empty state. Must not: decide for the person or talk to Berth:
-// the approval parts of a card are approvals.js's, the paused parts paused.js's.
+// The sources, grouped by kind, one card each. Owns: a card's head, state, facts (with the mode
+// it runs in), what it can do and its technical details; the empty state. Must not: decide for
+// the person or talk to Berth: the approval parts of a card are approvals.js's, the paused parts
+// paused.js's, what the policy keeps back limits.js's.
 
 import { el, details } from '../dom.js';
-import { arr, obj, str, num, stateInfo, kindLabel, category, isAsking, sourceName, BACKENDS } from '../words.js';
+import {
+  arr, obj, str, num, stateInfo, kindLabel, category, isAsking, sourceName, approvalStep, BACKENDS,
+} from '../words.js';
 import { view, sourceAnchor, hostAnchor } from '../page.js';
 import { jumpLink } from '../focus.js';
 import { renderDiagnostics, problemPill } from '../problems.js';
@@ -11,6 +14,7 @@ import {
   later, laterKey, originParts, capsList, renderApprovalPanel, renderDeferred, renderDecided,
 } from './approvals.js';
 import { renderPausedSource } from './paused.js';
+import { renderLimited, limitedPill } from './limits.js';
 
 export function renderEmpty() {
   return el('section', { className: 'panel empty', testid: 'empty-state' }, [
@@ -70,13 +74,13 @@ function renderSource(s, pos) {
   const pending = s.state === 'pending-approval';
   const asking = isAsking(s);
   const deferred = asking && later.has(laterKey(s));
+  const step = pending ? approvalStep(s) : null;
   let badgeLabel = info.label;
-  let badgeTone = info.tone;
-  if (s.state === 'discovered' && approval.decision === 'allow') {
-    badgeLabel = 'Approved';
-    badgeTone = 'ok';
-  } else if (s.state === 'disabled' && approval.decision === 'deny') {
+  const badgeTone = info.tone;
+  if (s.state === 'disabled' && approval.decision === 'deny') {
     badgeLabel = 'Denied';
+  } else if (step && step.n !== null && step.of !== null) {
+    badgeLabel = 'Waiting for approval (' + step.n + ' of ' + step.of + ')';
   } else if (pending && approval.decision === 'allow') {
     badgeLabel = 'Waiting for approval again';
   }
@@ -91,8 +95,10 @@ function renderSource(s, pos) {
       blocked ? renderBlocked(s, diags) : null,
       s.state === 'paused' ? renderPausedSource(s) : null,
       asking ? renderDeferred(s) : renderDecided(s),
+      s.state === 'approved' ? renderApproved(s) : null,
       s.state === 'preparing' ? renderPreparing(s) : null,
       s.state === 'active' ? renderRunsIn(s) : null,
+      renderLimited(s),
       renderMeta(s),
       renderCaps(caps),
       problems,
@@ -119,6 +125,7 @@ function renderSource(s, pos) {
         ]),
       ]),
       diags.length ? problemPill(diags) : null,
+      limitedPill(s),
       el('span', {
         className: 'badge badge-' + badgeTone,
         testid: 'state',
@@ -147,6 +154,28 @@ function renderMeta(s) {
     ]) : null,
     el('dt', { text: 'Listed in' }),
     el('dd', null, originParts(s)),
+    str(obj(s.run_mode).why) ? el('dt', { text: 'Mode' }) : null,
+    str(obj(s.run_mode).why) ? renderRunMode(s) : null,
+  ]);
+}
+
+/** The mode it runs in, and why (the layer that decided it is named in the words). */
+function renderRunMode(s) {
+  const m = obj(s.run_mode);
+  return el('dd', {
+    testid: 'run-mode',
+    dataset: { mode: str(m.mode), layer: str(m.layer) },
+  }, [
+    el('span', { className: 'tag mode-' + str(m.mode), text: str(m.mode) || 'unknown' }),
+    el('span', { className: 'run-mode-why', testid: 'run-mode-why', text: str(m.why) }),
+  ]);
+}
+
+/** Decided, not loaded in this process yet. */
+function renderApproved(s) {
+  return el('p', { className: 'source-status status-approved', testid: 'approved-note', attrs: { role: 'status' } }, [
+    el('span', { className: 'status-dot', attrs: { 'aria-hidden': 'true' } }),
+    'Approved; not loaded yet. Berth loads it next, and then shows what it registers.',
   ]);
 }
 

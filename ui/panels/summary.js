@@ -3,7 +3,7 @@
 // Must not: talk to Berth or keep state; it says only what the snapshot says.
 
 import { el } from '../dom.js';
-import { arr, obj, str, num, plural, category, isTool } from '../words.js';
+import { arr, obj, str, num, plural, category, isTool, approvalStep } from '../words.js';
 import { renderDiagnostics } from '../problems.js';
 
 export function renderNotices(snap) {
@@ -39,6 +39,8 @@ export function renderSummary(snap, sources) {
   const unsupported = count('unsupported', (s) => s.state === 'unsupported' || s.state === 'policy-limited');
   const disabled = count('disabled', (s) => s.state === 'disabled');
   const preparing = sources.filter((s) => obj(s).state === 'preparing').length;
+  const approved = sources.filter((s) => obj(s).state === 'approved').length;
+  const limited = sources.filter((s) => arr(obj(s).limited).length > 0).length;
 
   let headline;
   let tone;
@@ -50,8 +52,9 @@ export function renderSummary(snap, sources) {
   } else if (pending > 0) {
     headline = pendingHeadline(pending, sources);
     tone = 'attention';
+    // An npm plugin's second step follows its first allow: that is not being asked again.
     const askedAgain = sources.filter((s) => obj(s).state === 'pending-approval' &&
-      obj(obj(s).approval).decision === 'allow').length;
+      obj(obj(s).approval).decision === 'allow' && !approvalStep(s)).length;
     if (askedAgain === pending) {
       detail = pending === 1
         ? 'It changed since you approved it, so Berth asks again before it runs the new version.'
@@ -64,15 +67,15 @@ export function renderSummary(snap, sources) {
         : 'None of their code has run. Review what each one can do before you approve it.';
     }
     if (activation > 0) {
-      detail += ' ' + activation + ' more ' + plural(activation, 'registers', 'register') +
-        ' more than you approved.';
+      detail += ' ' + activation + ' changed ' + plural(activation, 'source registers', 'sources register') +
+        ' more than the version that was active.';
     }
   } else if (activation > 0) {
     headline = activationHeadline(activation, sources);
     tone = 'attention';
     detail = activation === 1
-      ? 'Berth loaded it and found more than you approved. OpenCode uses none of it until you decide.'
-      : 'Berth loaded them and found more than you approved. OpenCode uses none of it until you decide.';
+      ? 'Its new version registers more than the version that was active. OpenCode uses none of the new version until you decide.'
+      : 'Their new versions register more than the versions that were active. OpenCode uses none of them until you decide.';
   } else if (failed > 0) {
     const paused = sources.filter((s) => obj(s).state === 'paused').length;
     tone = 'error';
@@ -89,6 +92,10 @@ export function renderSummary(snap, sources) {
     tone = 'progress';
     detail = 'Berth is downloading what ' + plural(preparing, 'it needs', 'they need') +
       '; this page updates by itself when ' + plural(preparing, 'it is', 'they are') + ' ready.';
+  } else if (approved > 0) {
+    headline = approved + ' approved ' + plural(approved, 'source', 'sources') + ' not loaded yet';
+    tone = 'progress';
+    detail = 'Berth loads ' + plural(approved, 'it', 'them') + ' next; this page updates by itself.';
   } else if (active === total) {
     headline = total === 1 ? 'The one source is active' : 'All ' + total + ' sources are active';
     tone = 'ok';
@@ -98,12 +105,18 @@ export function renderSummary(snap, sources) {
     tone = 'neutral';
     detail = '';
   }
+  if (limited > 0 && !detail) {
+    detail = limited + ' ' + plural(limited, 'source is', 'sources are') + ' partially limited: the policy keeps some of what ' +
+      plural(limited, 'it registers', 'they register') + ' back. Each card says what, and who set it.';
+  }
 
   const chips = [
     chip(total, plural(total, 'source found', 'sources found'), 'total'),
     chip(pending, 'waiting for approval', 'pending', pending > 0 ? 'attention' : ''),
     activation > 0 ? chip(activation, 'waiting for activation', 'pending-activation', 'attention') : null,
+    approved > 0 ? chip(approved, 'approved, not loaded yet', 'approved', 'progress') : null,
     chip(active, 'active', 'active', active > 0 ? 'ok' : ''),
+    limited > 0 ? chip(limited, 'partially limited', 'limited', 'limited') : null,
     chip(failed, 'failed', 'failed', failed > 0 ? 'error' : ''),
     chip(unsupported, 'not supported', 'unsupported', unsupported > 0 ? 'limited' : ''),
     disabled > 0 ? chip(disabled, 'disabled', 'disabled', '') : null,
@@ -134,7 +147,7 @@ function activationHeadline(n, sources) {
   const what = waiting.length === n && cats.size === 1 && (cats.has('plugin') || cats.has('tool'))
     ? (cats.has('plugin') ? plural(n, 'plugin', 'plugins') : plural(n, 'tool', 'tools'))
     : plural(n, 'source', 'sources');
-  return n + ' ' + what + ' ' + plural(n, 'registers', 'register') + ' more than you approved';
+  return n + ' changed ' + what + ' ' + plural(n, 'registers', 'register') + ' more than before';
 }
 
 function pendingHeadline(pending, sources) {

@@ -52,6 +52,8 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui_file!("panels/summary.js", JS),
     ui_file!("panels/sources.js", JS),
     ui_file!("panels/approvals.js", JS),
+    ui_file!("panels/limits.js", JS),
+    ui_file!("panels/policy.js", JS),
     ui_file!("panels/paused.js", JS),
     ui_file!("panels/prompts.js", JS),
     ui_file!("panels/messages.js", JS),

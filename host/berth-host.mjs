@@ -214,9 +214,15 @@ function die(why) {
   process.exit(70)
 }
 
+// Its stdout and stderr are pipes to the supervisor: once they break, the supervisor is gone
+// and so is the host (a report of the broken pipe would only break it again, without end).
+for (const stream of [process.stdout, process.stderr]) stream.on("error", () => process.exit(0))
 // A plugin's stray rejection or exception must not end the host.
 process.on("unhandledRejection", (e) => process.stderr.write(`berth-host: unhandled rejection: ${e?.stack ?? e}\n`))
-process.on("uncaughtException", (e) => process.stderr.write(`berth-host: uncaught exception: ${e?.stack ?? e}\n`))
+process.on("uncaughtException", (e) => {
+  if (e?.code === "EPIPE") process.exit(0)
+  process.stderr.write(`berth-host: uncaught exception: ${e?.stack ?? e}\n`)
+})
 
 // ---- requests ------------------------------------------------------------------------------
 // The host's registries: module-private, on captured built-ins (no plugin can read or wrap them).

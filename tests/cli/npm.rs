@@ -370,3 +370,37 @@ fn a_prepared_package_changed_after_approval_never_runs() {
         .success();
     assert!(ok && marker.exists());
 }
+
+/// A fetch that fails stays on the source in a running Berth: `load-failed` with npm's message
+/// and a way out, not `approved` with the reason only in the log.
+#[test]
+fn a_failed_fetch_is_shown_on_the_source_until_it_works() {
+    let s = npm_sandbox(&[], &["opencode-wakatime@1.3.9"]);
+    // A registry nobody listens on.
+    let registry = std::path::PathBuf::from("http://127.0.0.1:9/");
+    let no_retries = std::path::PathBuf::from("0");
+    let srv = crate::serve::start_with(
+        &s,
+        "127.0.0.1:0",
+        &[
+            ("npm_config_registry", registry.as_path()),
+            ("npm_config_fetch_retries", no_retries.as_path()),
+        ],
+    )
+    .unwrap();
+    let (code, v) = run(&s, &["approve", "--all", "--including-fetch"]);
+    assert_eq!(code, 0, "{v}");
+    let v = crate::serve::wait_for(&srv, "the failed fetch on the source", |v| {
+        source_by_spec(v, "opencode-wakatime")["state"] == "load-failed"
+    });
+    let src = source_by_spec(&v, "opencode-wakatime");
+    let diag = src["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "dependency-failed")
+        .unwrap_or_else(|| panic!("no dependency-failed diagnostic: {src}"));
+    assert!(diag["message"].as_str().unwrap().contains("npm"), "{diag}");
+    assert!(!diag["recovery"].as_str().unwrap().is_empty());
+    assert_schema("status", &v);
+}

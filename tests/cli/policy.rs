@@ -300,3 +300,41 @@ fn the_budgets_in_force_are_the_ones_calls_get() {
         started.elapsed()
     );
 }
+
+/// A running Berth follows its policy at once: an edit of the organisation's file, and a grant
+/// made in another process, each publish a new snapshot by themselves (no call needed).
+#[test]
+fn a_running_berth_follows_an_edited_organisation_file_and_a_grant_at_once() {
+    let o = Org::new(&["v1-hooks-a.ts"], json!({ "cap.model-request": "review" }));
+    let srv = crate::serve::start_with(
+        &o.s,
+        "127.0.0.1:0",
+        &[("BERTH_MANAGED_POLICY", o.file.as_path())],
+    )
+    .unwrap();
+    assert_eq!(o.run(&["approve", "--all"]).0, 0);
+    let v = crate::serve::wait_for(&srv, "the held hook", |v| {
+        source(v, "v1-hooks-a.ts")["limited"]
+            .as_array()
+            .is_some_and(|l| l.len() == 1)
+    });
+    let id = id_of(&v, "v1-hooks-a.ts");
+    // Another process lets it through; the server publishes it.
+    assert_eq!(o.run(&["policy", "allow", &id, "hook:chat.params"]).0, 0);
+    crate::serve::wait_for(&srv, "the grant", |v| {
+        source(v, "v1-hooks-a.ts")["limited"] == json!([])
+    });
+    // The organisation's file changes under the running server.
+    std::fs::write(
+        &o.file,
+        json!({ "cap.model-request": "review", "cap.ui": "deny" }).to_string(),
+    )
+    .unwrap();
+    crate::serve::wait_for(&srv, "the edited organisation file", |v| {
+        v["policy"]["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["key"] == "cap.ui" && e["value"] == "deny" && e["layer"] == "organisation")
+    });
+}

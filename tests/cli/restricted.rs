@@ -307,3 +307,45 @@ fn with_no_boundary_only_the_restricted_source_is_policy_limited() {
         .unwrap()
         .contains("BERTH_SANDBOX_TIER=none"));
 }
+
+/// However Berth ends — here `kill -9`, which runs no cleanup — its hosts end with it: the
+/// shared one, a restricted one under Landlock (no wrapper that could die with it) and one
+/// under bubblewrap.
+#[test]
+fn hosts_die_with_berth_even_after_kill_9() {
+    for tier in ["landlock", "bwrap"] {
+        let m = Machine::new(false, tier);
+        m.s.write(
+            "project/.opencode/tools/plain.ts",
+            "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'plain', args: {}, async execute() { return 'plain' } })\n",
+        );
+        let (_, v) = m.cli(&["sources"]);
+        let id = id_of(&v, "effects.ts");
+        assert_eq!(
+            m.cli(&["policy", "set", &format!("mode.{id}"), "restricted"])
+                .0,
+            0
+        );
+        let mut srv = m.serve();
+        assert_eq!(m.cli(&["approve", "--all"]).0, 0);
+        let v = wait_for(&srv, "both hosts", |v| {
+            v["tools"].as_array().is_some_and(|t| t.len() == 8)
+                && v["hosts"].as_array().is_some_and(|h| h.len() == 2)
+        });
+        let pids: Vec<u32> = v["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["pid"].as_u64().unwrap() as u32)
+            .collect();
+        assert!(pids.iter().all(|p| alive(*p)));
+        srv.child.kill().unwrap();
+        srv.child.wait().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while pids.iter().any(|p| alive(*p)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        let left: Vec<&u32> = pids.iter().filter(|p| alive(**p)).collect();
+        assert!(left.is_empty(), "{tier}: hosts {left:?} outlived Berth");
+    }
+}

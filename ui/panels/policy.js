@@ -223,9 +223,10 @@ function renderControl(e, busy) {
 function renderSelect(e, choices, busy) {
   const key = str(e.key);
   const current = str(e.value);
-  // Stricter only: the options looser than the value in force are ruled out. When the person's
-  // own stricter value is in force the organisation's is not known here; Reset goes back to it.
-  const floor = str(e.changeable) === 'stricter-only' ? choices.indexOf(current) : -1;
+  // Stricter only: the options looser than the organisation's value are ruled out (it comes
+  // with the entry also while a stricter value of the person's is in force).
+  const bound = e.organisation_value !== undefined && e.organisation_value !== null ? str(e.organisation_value) : current;
+  const floor = str(e.changeable) === 'stricter-only' ? choices.indexOf(bound) : -1;
   const select = el('select', {
     className: 'policy-select',
     testid: 'policy-control',
@@ -234,9 +235,7 @@ function renderSelect(e, choices, busy) {
   }, choices.map((c, i) => {
     const looser = floor > 0 && i < floor;
     const o = el('option', {
-      text: (CHOICE_LABELS[c] || c) + (looser
-        ? str(e.layer) === 'organisation' ? ' \u2014 looser than your organisation allows' : ' \u2014 Reset first'
-        : ''),
+      text: (CHOICE_LABELS[c] || c) + (looser ? ' \u2014 looser than your organisation allows' : ''),
       attrs: { value: c },
     });
     o.disabled = looser;
@@ -266,7 +265,7 @@ function renderField(e, busy, type) {
     attrs: budget
       ? {
         type: 'number', min: 1, step: 1, inputmode: 'numeric',
-        max: str(e.changeable) === 'stricter-only' ? num(e.value) : null,
+        max: e.max ?? null,
         'aria-label': key + ' in milliseconds',
       }
       : { type: 'text', spellcheck: 'false', placeholder: 'none', 'aria-label': key + ', names separated by commas' },

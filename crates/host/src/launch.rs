@@ -68,6 +68,17 @@ impl Launch {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // It dies with Berth, however Berth ends (a kill -9 runs no cleanup). The signal
+        // follows the thread that started it: the runtime's worker, alive as long as Berth.
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         Ok(Ready {
             command: cmd,
             wrapped,

@@ -116,8 +116,8 @@ const HOST_DEPS_BUDGET: Duration = Duration::from_secs(600);
 fn run_npm(dir: &Path, command: &str, extra: &[&str], budget: Duration) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     let npm = npm_program()?;
-    let mut child = Command::new(npm)
-        .arg(command)
+    let mut cmd = Command::new(npm);
+    cmd.arg(command)
         .args([
             "--ignore-scripts",
             "--no-audit",
@@ -129,9 +129,19 @@ fn run_npm(dir: &Path, command: &str, extra: &[&str], budget: Duration) -> Resul
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot run npm: {e}"))?;
+        .process_group(0);
+    // npm dies with Berth: a killed app must not leave it writing into the data dir. (The
+    // signal follows the thread that started it, which waits below until npm ends.)
+    // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| format!("cannot run npm: {e}"))?;
     // Its messages, read as they come (a full pipe would stall it).
     let stderr = child.stderr.take().map(|mut e| {
         std::thread::spawn(move || {

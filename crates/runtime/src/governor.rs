@@ -167,6 +167,8 @@ impl Governor {
             changeable: Changeable::Yes,
             about: def.about,
             overruled: None,
+            organisation_value: None,
+            max: None,
         }))
     }
 

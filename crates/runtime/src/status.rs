@@ -60,12 +60,13 @@ impl Status {
         self.policy.refresh();
         let policy = self.policy.current();
         let boundary = self.core.status().boundary.clone();
-        let (tools, activity, limited) = {
+        let (tools, activity, limited, failures) = {
             let cat = self.catalog.state();
             (
                 cat.tools.values().cloned().collect::<Vec<_>>(),
                 cat.activity.clone(),
                 cat.limited.clone(),
+                cat.failures.clone(),
             )
         };
         let hosts = self
@@ -109,6 +110,11 @@ impl Status {
                             state = *s;
                         }
                     }
+                    // Why it does not run, when preparing or loading it failed here.
+                    let failure = failures
+                        .get(&src.id)
+                        .filter(|_| state == SourceState::LoadFailed)
+                        .map(|e| berth_discovery::Diagnostic::new(e.code, e.message.clone(), e.recovery.clone()));
                     let mut policy_note = None;
                     if matches!(state, SourceState::PendingApproval | SourceState::Approved) {
                         if let Err(why) = policy.source_allowed(&src.id, src.npm.as_ref().map(|n| n.name.as_str())) {
@@ -135,6 +141,7 @@ impl Status {
                             "look at the plugin's diagnostics and log, then press Resume on the status page (or restart Berth)",
                         ));
                     }
+                    source.diagnostics.extend(failure);
                     if let Some(why) = policy_note {
                         source.diagnostics.push(berth_discovery::Diagnostic::new(
                             code::POLICY_LIMITED,
@@ -184,8 +191,12 @@ impl Status {
             .with_store(|s| s.permission_rules())
             .unwrap_or_default();
         // What plugins asked for (toasts, prompts) is published by `publish_world`, not here.
+        // Any decision, policy setting or grant (by any process) is a new snapshot: what the
+        // sources may do follows from it, and long-running front ends act on the event.
+        let marker = self.core.with_store(|s| s.decisions_marker()).unwrap_or(-1);
         let fingerprint = berth_discovery::sha256_hex(
             serde_json::json!([
+                marker,
                 calls,
                 standing_answers,
                 g.dirs,
@@ -295,6 +306,12 @@ impl Status {
         // The data dir: another process (the CLI next to the app) committing a decision
         // touches the WAL, and this process then shows it.
         let mut roots: Vec<PathBuf> = vec![self.core.options.data_dir.clone()];
+        // The organisation's policy file and its drop-ins: an edit there takes effect at once.
+        let managed = self.core.options.managed_policy_path();
+        if let Some(dir) = managed.parent() {
+            roots.push(dir.to_path_buf());
+            roots.push(dir.join("managed.d"));
+        }
         roots.extend(s.config_dirs.iter().map(|d| d.path.clone()));
         for d in s.config_dirs.iter() {
             for sub in ["plugin", "plugins", "tool", "tools"] {

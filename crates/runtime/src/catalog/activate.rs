@@ -117,15 +117,10 @@ impl Catalog {
                 crate::deps::prepare_npm_plugin(&packages, &name, &request, budget)
             })
             .await;
-            self.state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .activity
-                .remove(&source.id);
-            match result {
-                Ok(Ok(_)) => prepared_any = true,
-                Ok(Err(e)) => act.problems.push(e.for_plugin(source.id.clone())),
-                Err(e) => act.problems.push(
+            let failure = match result {
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => Some(e.for_plugin(source.id.clone())),
+                Err(e) => Some(
                     BerthError::new(
                         code::DEPENDENCY_FAILED,
                         "dependencies",
@@ -134,6 +129,22 @@ impl Catalog {
                     )
                     .for_plugin(source.id.clone()),
                 ),
+            };
+            // A failed preparation stays on the source (load-failed, with npm's message) until
+            // one succeeds: the person sees why it does not run, not only the log.
+            let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            match failure {
+                None => {
+                    prepared_any = true;
+                    cat.activity.remove(&source.id);
+                    cat.failures.remove(&source.id);
+                }
+                Some(e) => {
+                    cat.activity
+                        .insert(source.id.clone(), SourceState::LoadFailed);
+                    cat.failures.insert(source.id.clone(), e.clone());
+                    act.problems.push(e);
+                }
             }
         }
         if prepared_any {
@@ -229,8 +240,11 @@ impl Catalog {
             drop(cat);
             self.withdraw_world(&gone);
             let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            cat.activity
-                .retain(|id, st| cleared.contains_key(id) || *st == SourceState::Paused);
+            let failures = std::mem::take(&mut cat.failures);
+            cat.activity.retain(|id, st| {
+                cleared.contains_key(id) || *st == SourceState::Paused || failures.contains_key(id)
+            });
+            cat.failures = failures;
             gone
         };
         let sup = match self.core.supervisor().await {
@@ -542,6 +556,7 @@ impl Catalog {
                         .insert(id.clone());
                     cat.loaded.insert(id.clone(), source.digest.clone());
                     cat.activity.insert(id.clone(), SourceState::Active);
+                    cat.failures.remove(&id);
                     let plugin = source.kind != SourceKind::StandaloneTool;
                     if plugin {
                         newly_loaded_plugins += 1;
@@ -562,6 +577,8 @@ impl Catalog {
                 Err(e) => {
                     let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     cat.activity.insert(id.clone(), SourceState::LoadFailed);
+                    cat.failures
+                        .insert(id.clone(), e.clone().for_plugin(id.clone()));
                     cat.withdraw(&id);
                     cat.loaded.remove(&id);
                     act.problems.push(e.for_plugin(id.clone()));

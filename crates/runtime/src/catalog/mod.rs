@@ -58,6 +58,8 @@ pub(crate) struct CatalogState {
     offered: HashMap<String, Offered>,
     /// What the caps keep from each loaded source (held for review or refused).
     pub limited: HashMap<String, Vec<Limited>>,
+    /// Why a cleared source could not be prepared or loaded, shown on it until it works.
+    pub failures: HashMap<String, BerthError>,
 }
 
 /// Everything a loaded source offered, and where it runs.
@@ -401,10 +403,15 @@ impl Catalog {
         tokio::spawn(async move {
             let mut last = String::new();
             loop {
-                // What activation depends on: approved ids with their digests and decisions.
-                let signature: String = berth
+                // What activation depends on: approved ids with their digests and decisions,
+                // and the policy (its values, the person's grants: the decisions marker).
+                let status = berth.core.status();
+                let marker = berth
                     .core
-                    .status()
+                    .with_store(|s| s.decisions_marker())
+                    .unwrap_or(-1);
+                let policy = serde_json::to_string(&status.policy.entries).unwrap_or_default();
+                let sources: String = status
                     .sources
                     .iter()
                     .filter(|s| {
@@ -422,6 +429,7 @@ impl Catalog {
                         )
                     })
                     .collect();
+                let signature = format!("{marker}|{policy}|{sources}");
                 if signature != last {
                     last = signature;
                     let act = berth.activate().await;

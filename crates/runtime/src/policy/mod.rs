@@ -52,6 +52,13 @@ pub struct Entry {
     /// The person's setting that was not applied, and why (it would loosen a higher layer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overruled: Option<String>,
+    /// The organisation's value, which bounds the person's (also when a stricter one of the
+    /// person's is in force).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organisation_value: Option<Value>,
+    /// For a budget: the most it may be set to (the product's bound, or the organisation's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
 }
 
 /// The policy in force, as read at one moment.
@@ -290,6 +297,8 @@ pub fn resolve(
                 },
                 about: def.about,
                 overruled: None,
+                organisation_value: None,
+                max: None,
             },
             None => Entry {
                 key: key.clone(),
@@ -302,6 +311,8 @@ pub fn resolve(
                 },
                 about: def.about,
                 overruled: None,
+                organisation_value: None,
+                max: None,
             },
         };
         // A per-source mode with no value of its own follows `mode` (resolved below).
@@ -329,6 +340,10 @@ pub fn resolve(
                     s.value
                 ));
             }
+        }
+        entry.organisation_value = upper.cloned();
+        if let Kind::Budget { max } = def.kind {
+            entry.max = Some(upper.and_then(Value::as_u64).map_or(max, |u| u.min(max)));
         }
         if !(entry.value.is_null() && key.starts_with("mode.")) {
             eff.entries.push(entry);

@@ -69,7 +69,15 @@ function renderHost(h) {
     }),
     el('td', { className: 'host-sources' }, [
       ...(ids.length ? links : [el('span', { className: 'muted', text: 'nothing yet' })]),
-      h.own
+      h.boundary
+        ? el('span', {
+          className: 'host-boundary',
+          testid: 'host-boundary',
+          dataset: { tier: str(h.boundary) },
+          title: 'Restricted mode: this process runs inside an OS boundary and alone.',
+          text: ' \u2014 restricted (' + (str(h.boundary) === 'bwrap' ? 'bubblewrap' : 'Landlock') + ' + seccomp)',
+        })
+        : h.own
         ? el('span', {
           className: 'host-own muted',
           testid: 'host-own',

@@ -123,8 +123,45 @@ export function renderPolicy(snap, sources) {
           el('div', { className: 'diag-body' }, [el('p', { className: 'diag-message', text: p })]),
         ])))
       : null,
+    renderBoundary(snap.boundary),
     ...groups,
     renderSourceModes(sources),
+  ]);
+}
+
+const TIERS = { bwrap: 'bubblewrap + seccomp', landlock: 'Landlock + seccomp' };
+
+/**
+ * Restricted mode on this machine, as Berth found it by trying: the OS boundary restricted
+ * sources get (or why there is none: then no restricted source runs), the probe's findings,
+ * and what that boundary cannot stop.
+ */
+function renderBoundary(boundary) {
+  if (!boundary) return null;
+  const b = obj(boundary);
+  const tier = str(b.tier);
+  const cannot = arr(b.cannot_stop).map(str).filter(Boolean);
+  const facts = [
+    ['bubblewrap', b.bwrap ? str(b.bwrap) : 'not usable'],
+    ['Landlock', num(b.landlock_abi) !== null ? 'ABI ' + num(b.landlock_abi) : 'not enforced by this kernel'],
+    ['seccomp', b.seccomp ? 'works' : 'not usable'],
+  ];
+  return el('div', { className: 'policy-boundary', testid: 'policy-boundary', dataset: { tier: tier || 'none' } }, [
+    el('h3', { className: 'policy-group-title', text: 'Restricted mode on this machine' }),
+    el('p', { testid: 'policy-boundary-tier' }, tier
+      ? ['Restricted sources run alone inside ', el('strong', { text: TIERS[tier] || tier }),
+        b.forced ? el('span', { className: 'muted', text: ' (chosen by BERTH_SANDBOX_TIER)' }) : null, '.']
+      : [el('strong', { text: 'No OS boundary can be made here' }), ': ' + str(b.unavailable) +
+        ' A source set to restricted mode does not run at all.']),
+    el('dl', { className: 'policy-facts' }, facts.flatMap(([k, v]) => [
+      el('dt', { text: k }),
+      el('dd', { className: 'mono', testid: 'policy-boundary-fact', dataset: { fact: k }, text: v }),
+    ])),
+    cannot.length
+      ? details('policy:boundary:cannot', false, 'What it cannot stop (' + cannot.length + ')',
+        el('ul', { className: 'policy-cannot', testid: 'policy-cannot-stop' }, cannot.map((c) => el('li', { text: c }))),
+        { testid: 'policy-cannot' })
+      : null,
   ]);
 }
 

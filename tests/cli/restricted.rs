@@ -25,7 +25,7 @@ struct Machine {
 impl Machine {
     /// The effects plugin in a project with a `src/` folder, on `backend`, with `tier` forced.
     fn new(node: bool, tier: &str) -> Machine {
-        let s = Sandbox::outside_tmp();
+        let s = Sandbox::new();
         s.copy_fixture(
             "restricted/effects.ts",
             "project/.opencode/plugins/effects.ts",

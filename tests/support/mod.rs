@@ -21,24 +21,6 @@ impl Sandbox {
         s
     }
 
-    /// The same, outside `/tmp` (in Cargo's target folder): a restricted host's `/tmp` is a
-    /// private scratch folder of its own, so a test that checks what it cannot write must not
-    /// live there.
-    pub fn outside_tmp() -> Sandbox {
-        let root = match option_env!("CARGO_TARGET_TMPDIR") {
-            Some(dir) => {
-                std::fs::create_dir_all(dir).unwrap();
-                tempfile::tempdir_in(dir).unwrap()
-            }
-            None => tempfile::tempdir().unwrap(),
-        };
-        let s = Sandbox { root };
-        std::fs::create_dir_all(s.home()).unwrap();
-        std::fs::create_dir_all(s.project()).unwrap();
-        git_init(&s.project());
-        s
-    }
-
     pub fn home(&self) -> PathBuf {
         self.root.path().join("home")
     }

@@ -24,7 +24,7 @@ export function renderHosts(snap) {
   }
   return el('section', { className: 'panel hosts-panel', testid: 'host-list' }, [
     title,
-    el('p', { className: 'section-intro', text: 'Plugins run with your user\u2019s rights in these processes; Berth stops them when you revoke a plugin.' }),
+    el('p', { className: 'section-intro', text: 'Plugins run with your user\u2019s rights in these processes; Berth stops them when you revoke a plugin. Plugins of one runtime share a host, except a source given a host of its own and a restricted source, which always runs alone inside its OS boundary.' }),
     el('table', { className: 'hosts' }, [
       el('thead', null, el('tr', null, [
         th('Runtime'), th('Process'), th('Memory', 'num'), th('Runs'),

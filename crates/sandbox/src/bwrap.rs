@@ -1,6 +1,7 @@
 //! Tier Bwrap: bubblewrap puts the child in new user, mount, PID, IPC, UTS, cgroup and
 //! (network off) network namespaces, on an empty root with a minimal read-only system view,
-//! the boundary's paths bound at the same places, a tmpfs `/tmp`, and the seccomp filter
+//! the boundary's paths bound at the same places, a private temp folder of its own (`TMPDIR`;
+//! the rest of `/tmp` is not there), the sandbox's root read-only, and the seccomp filter
 //! loaded by bubblewrap itself after its own setup (it needs mounts and netlink).
 //!
 //! Owns: the bubblewrap argument list and the seccomp memfd. Must not: bind `/` whole (a
@@ -49,7 +50,14 @@ pub(crate) fn wrap(
         .bwrap
         .clone()
         .map_err(|why| SandboxError::new("use bubblewrap", why))?;
-    let grants = plan::grants(b, program_paths, true)?;
+    let mut grants = plan::grants(b, program_paths, true)?;
+    // A temp folder of its own, bound where it is: a write to any other path, `/tmp` included,
+    // fails (EROFS) rather than landing in a scratch copy that looks like the real folder.
+    let tmp = crate::wrapped::private_tmp()?;
+    grants.push(Grant {
+        path: tmp.path().to_path_buf(),
+        access: Access::Write,
+    });
     let memfd = seccomp_memfd(&Filter::build(b.network))?;
     let layout = Layout {
         network: b.network,
@@ -61,7 +69,7 @@ pub(crate) fn wrap(
     argv.push(program.into());
     argv.extend(args.iter().cloned());
     let mut env = b.env.clone();
-    point_tmp_at(&mut env, Path::new("/tmp"));
+    point_tmp_at(&mut env, tmp.path());
     let reopen = format!("/proc/self/fd/{}", memfd.as_raw_fd());
     let reopen_path = CString::new(reopen)
         .map_err(|_| SandboxError::new("name the seccomp memfd", "NUL byte"))?;
@@ -74,7 +82,7 @@ pub(crate) fn wrap(
             memfd: Arc::new(memfd),
             reopen_path: Arc::new(reopen_path),
         },
-        private_tmp: None,
+        private_tmp: Some(tmp),
     })
 }
 
@@ -94,7 +102,7 @@ pub fn bwrap_args(grants: &[Grant], sockets: &[PathBuf], layout: &Layout) -> Vec
         argv.extend(op);
     }
     // The sandbox's own root (where bubblewrap made the folders the binds hang on) is read-only
-    // too: a write anywhere but a writable bind or /tmp fails (EROFS) instead of landing in a
+    // too: a write anywhere but a writable bind fails (EROFS) instead of landing in a
     // scratch folder that looks like the real one.
     argv.extend(["--remount-ro".into(), "/".into()]);
     argv.push("--chdir".into());
@@ -138,7 +146,6 @@ fn system_view(network: bool) -> Vec<(usize, Vec<OsString>)> {
     }
     ops.push((1, vec!["--proc".into(), "/proc".into()]));
     ops.push((1, vec!["--dev".into(), "/dev".into()]));
-    ops.push((1, vec!["--tmpfs".into(), "/tmp".into()]));
     if network {
         if let Some(target) = resolver_outside_etc() {
             ops.push(bind("--ro-bind", &target));
@@ -229,7 +236,7 @@ mod tests {
         let argv = strings(&bwrap_args(&[], &[], &layout(false)));
         assert!(position(&argv, &["--ro-bind", "/usr", "/usr"]).is_some());
         assert!(position(&argv, &["--ro-bind", "/etc", "/etc"]).is_some());
-        assert!(position(&argv, &["--tmpfs", "/tmp"]).is_some());
+        assert!(position(&argv, &["--tmpfs", "/tmp"]).is_none());
         assert!(position(&argv, &["--ro-bind", "/", "/"]).is_none());
         if Path::new("/bin").is_symlink() {
             let target = std::fs::read_link("/bin").expect("readlink");
@@ -260,10 +267,10 @@ mod tests {
             &layout(false),
         ));
         let s = |p: &Path| p.to_string_lossy().into_owned();
-        let tmpfs = position(&argv, &["--tmpfs", "/tmp"]).expect("tmpfs");
+        let usr = position(&argv, &["--ro-bind", "/usr", "/usr"]).expect("usr");
         let root = position(&argv, &["--bind", &s(t.path()), &s(t.path())]).expect("rw");
         let ro = position(&argv, &["--ro-bind", &s(&deep), &s(&deep)]).expect("ro");
         let so = position(&argv, &["--bind", &s(&sock), &s(&sock)]).expect("socket");
-        assert!(tmpfs < root && root < ro && root < so);
+        assert!(usr < root && root < ro && root < so);
     }
 }

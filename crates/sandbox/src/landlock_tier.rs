@@ -48,7 +48,7 @@ pub(crate) fn wrap(
         .landlock_abi
         .ok_or_else(|| SandboxError::new("use Landlock", "this kernel does not enforce it"))?;
     let grants = plan::grants(b, program_paths, false)?;
-    let tmp = private_tmp()?;
+    let tmp = crate::wrapped::private_tmp()?;
     let mut ruleset = Ruleset::new(Handled::everything(abi, b.network))?;
     allow_system(&mut ruleset)?;
     for g in &grants {
@@ -92,13 +92,4 @@ fn allow_system(ruleset: &mut Ruleset) -> Result<(), SandboxError> {
         ruleset.allow(Path::new(p), *access)?;
     }
     Ok(())
-}
-
-fn private_tmp() -> Result<tempfile::TempDir, SandboxError> {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .prefix("berth-sandbox-")
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .map_err(|e| SandboxError::new("create the child's private temp folder", e.to_string()))
 }

@@ -13,6 +13,7 @@
 //! belongs to the `Wrapped` and is removed when it is dropped: keep the `Wrapped` as long as
 //! the child runs.
 
+use crate::error::SandboxError;
 use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -73,7 +74,7 @@ impl Wrapped {
         }
     }
 
-    /// The child's private temp folder (Landlock tier; bubblewrap gives a tmpfs `/tmp`).
+    /// The child's private temp folder (both tiers; its `TMPDIR`).
     pub fn private_tmp(&self) -> Option<&Path> {
         self.private_tmp.as_ref().map(|t| t.path())
     }
@@ -214,4 +215,15 @@ unsafe fn drop_all_capabilities() -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// A fresh 0700 folder under the system temp folder: the child's own temp folder (its
+/// `TMPDIR`), removed when the `Wrapped` is dropped.
+pub(crate) fn private_tmp() -> Result<tempfile::TempDir, SandboxError> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix("berth-sandbox-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map_err(|e| SandboxError::new("create the child's private temp folder", e.to_string()))
 }

@@ -60,10 +60,9 @@ async fn secrets_stay_out_and_allowed_variables_come_in() {
             );
             assert_eq!(env[MARKER_NAME], mark.as_str(), "{what}");
             let tmp = env["TMPDIR"].as_str().unwrap_or_default();
-            match tier {
-                Tier::Bwrap => assert_eq!(tmp, "/tmp", "{what}"),
-                Tier::Landlock => assert!(tmp.contains("berth-sandbox-"), "{what}: {tmp}"),
-            }
+            // Both tiers: a temp folder of the child's own.
+            let _ = tier;
+            assert!(tmp.contains("berth-sandbox-"), "{what}: {tmp}");
             let caps = &out.step("caps")["detail"];
             // SAFETY: geteuid has no preconditions.
             let root = unsafe { libc::geteuid() } == 0;

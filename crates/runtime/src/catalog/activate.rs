@@ -1,6 +1,7 @@
-//! Activation: the approved sources imported in their hosts behind the gate, what they
-//! contribute checked against the approval (checkpoint two), held or registered; revoked and
-//! changed sources withdrawn and their hosts retired.
+//! Activation: the approved sources imported in their hosts behind the gate (npm fetches first,
+//! `prepare`; restricted sources inside their boundary, `restricted`), what they contribute
+//! checked against the version active before (checkpoint two), then offered to the catalog as
+//! the policy admits it; revoked and changed sources withdrawn and their hosts retired.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -77,79 +78,8 @@ impl Catalog {
         let mut fresh = self.core.fresh_scan();
         // npm plugins approved before their bytes were known are prepared now (no code runs:
         // install scripts are off), then judged again on what the package really contains.
-        let backend_now = approval::backend_for(&self.core.runtimes());
-        let mut prepared_any = false;
-        for source in fresh
-            .sources
-            .iter()
-            .filter(|s| s.kind == SourceKind::NpmPlugin && s.capabilities.contents_unknown)
-        {
-            let key = approval::key_for(
-                source,
-                self.core.domain(),
-                backend_now,
-                &self.core.project_key(),
-            );
-            let approved = self
-                .core
-                .with_store(|s| s.current_approval(&key))
-                .ok()
-                .flatten()
-                .is_some_and(|r| r.decision == berth_store::Decision::Allow);
-            let Some(npm) = &source.npm else { continue };
-            let (name, request) = (npm.name.as_str(), npm.request.as_str());
-            if !approved {
-                continue;
-            }
-            self.state
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .activity
-                .insert(source.id.clone(), SourceState::Preparing);
-            self.core.rescan();
-            let (packages, name, request) = (
-                self.core.options().packages_dir(),
-                name.to_string(),
-                request.to_string(),
-            );
-            let budget = self.policy.current().budget("budget.prepare");
-            let result = tokio::task::spawn_blocking(move || {
-                crate::deps::prepare_npm_plugin(&packages, &name, &request, budget)
-            })
-            .await;
-            let failure = match result {
-                Ok(Ok(_)) => None,
-                Ok(Err(e)) => Some(e.for_plugin(source.id.clone())),
-                Err(e) => Some(
-                    BerthError::new(
-                        code::DEPENDENCY_FAILED,
-                        "dependencies",
-                        e.to_string(),
-                        "retry",
-                    )
-                    .for_plugin(source.id.clone()),
-                ),
-            };
-            // A failed preparation stays on the source (load-failed, with npm's message) until
-            // one succeeds: the person sees why it does not run, not only the log.
-            let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            match failure {
-                None => {
-                    prepared_any = true;
-                    cat.activity.remove(&source.id);
-                    cat.failures.remove(&source.id);
-                }
-                Some(e) => {
-                    cat.activity
-                        .insert(source.id.clone(), SourceState::LoadFailed);
-                    cat.failures.insert(source.id.clone(), e.clone());
-                    act.problems.push(e);
-                }
-            }
-        }
-        if prepared_any {
+        if self.prepare_fetches(&fresh, &mut act).await {
             fresh = self.core.fresh_scan();
-            self.approve_fetched(&fresh.sources, backend_now);
         }
         let backend = approval::backend_for(&self.core.runtimes());
         let mut cleared: HashMap<String, &berth_discovery::Source> = HashMap::new();
@@ -613,51 +543,6 @@ impl Catalog {
         cat.judge_all(&policy);
         act.tools = cat.tools.values().cloned().collect();
         act
-    }
-
-    /// npm plugins the person allowed together with what their fetch brings: now that the
-    /// bytes are here, that decision is recorded for them (the audit trail says so).
-    fn approve_fetched(&self, sources: &[berth_discovery::Source], backend: RuntimeKind) {
-        for source in sources
-            .iter()
-            .filter(|s| s.kind == SourceKind::NpmPlugin && !s.capabilities.contents_unknown)
-        {
-            let key = approval::key_for(
-                source,
-                self.core.domain(),
-                backend,
-                &self.core.project_key(),
-            );
-            let _ = self
-                .core
-                .with_store(|s| -> Result<(), berth_store::StoreError> {
-                    let Some(row) = s.current_approval(&key)? else {
-                        return Ok(());
-                    };
-                    let before_fetch =
-                        row.shown.get("contents_unknown") == Some(&Value::Bool(true));
-                    let with_fetch = row.shown.get("including_fetch") == Some(&Value::Bool(true));
-                    if row.decision != berth_store::Decision::Allow
-                        || !before_fetch
-                        || !with_fetch
-                        || row.digest == source.digest
-                    {
-                        return Ok(());
-                    }
-                    let shown = approval::shown_for(&source.capabilities, &source.manifest, None);
-                    s.record_approval(&berth_store::NewApproval {
-                        key: &key,
-                        plugin_identity: &source.entry,
-                        decision: berth_store::Decision::Allow,
-                        digest: &source.digest,
-                        capability_digest: &source.capability_digest,
-                        shown: &shown,
-                        decided_by: &format!("{} (allowed with its fetch)", row.decided_by),
-                        this_project_only: row.project.is_some(),
-                    })?;
-                    Ok(())
-                });
-        }
     }
 
     /// Stops the hosts that imported a plugin held for review (`held`: host → those plugins).

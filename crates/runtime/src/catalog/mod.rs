@@ -2,11 +2,14 @@
 //! host (behind the import gate), the contribution check, receipts, and one call end to end.
 //!
 //! Invariant: nothing is imported unless `approval::gate` passed for the bytes on disk at that
-//! moment; a tool the approved summary did not show is not registered (`pending-activation`).
+//! moment; what a loaded source offers is registered only as far as the policy's caps admit it
+//! (`offer`, `judge`), and a later load of bytes the person did not decide on that contributes
+//! more than the version active before registers nothing (`pending-activation`).
 
 mod activate;
 mod chains;
 mod invoke;
+mod prepare;
 mod restricted;
 
 use std::collections::{BTreeMap, HashMap};

@@ -59,6 +59,20 @@ impl Machine {
         start_with(&self.s, "127.0.0.1:0", &env).unwrap()
     }
 
+    /// A compatible tool file beside the effects plugin, which alone is set to restricted;
+    /// the plugin's id.
+    fn restrict_effects_beside_a_plain_tool(&self) -> String {
+        self.s.write(
+            "project/.opencode/tools/plain.ts",
+            "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'plain', args: {}, async execute() { return 'plain' } })\n",
+        );
+        let (_, v) = self.cli(&["sources"]);
+        let id = id_of(&v, "effects.ts");
+        let (code, r) = self.cli(&["policy", "set", &format!("mode.{id}"), "restricted"]);
+        assert_eq!(code, 0, "{r}");
+        id
+    }
+
     fn outside(&self, name: &str) -> PathBuf {
         self.s.root.path().join("outside").join(name)
     }
@@ -280,17 +294,7 @@ fn in_compatible_mode_the_same_calls_succeed() {
 #[test]
 fn with_no_boundary_only_the_restricted_source_is_policy_limited() {
     let m = Machine::new(false, "none");
-    m.s.write(
-        "project/.opencode/tools/plain.ts",
-        "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'plain', args: {}, async execute() { return 'plain' } })\n",
-    );
-    let (_, v) = m.cli(&["sources"]);
-    let id = id_of(&v, "effects.ts");
-    assert_eq!(
-        m.cli(&["policy", "set", &format!("mode.{id}"), "restricted"])
-            .0,
-        0
-    );
+    let id = m.restrict_effects_beside_a_plain_tool();
     assert_eq!(m.cli(&["approve", "--all"]).0, 0);
     let (_, t) = m.cli(&["tools"]);
     assert_eq!(t["tools"].as_array().unwrap().len(), 1, "{t}");
@@ -315,17 +319,7 @@ fn with_no_boundary_only_the_restricted_source_is_policy_limited() {
 fn hosts_die_with_berth_even_after_kill_9() {
     for tier in ["landlock", "bwrap"] {
         let m = Machine::new(false, tier);
-        m.s.write(
-            "project/.opencode/tools/plain.ts",
-            "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'plain', args: {}, async execute() { return 'plain' } })\n",
-        );
-        let (_, v) = m.cli(&["sources"]);
-        let id = id_of(&v, "effects.ts");
-        assert_eq!(
-            m.cli(&["policy", "set", &format!("mode.{id}"), "restricted"])
-                .0,
-            0
-        );
+        m.restrict_effects_beside_a_plain_tool();
         let mut srv = m.serve();
         assert_eq!(m.cli(&["approve", "--all"]).0, 0);
         let v = wait_for(&srv, "both hosts", |v| {

@@ -51,6 +51,29 @@ const NAMESPACE_FLAGS: u32 = (libc::CLONE_NEWNS
     | 0x80; // CLONE_NEWTIME
 
 /// Calls denied in every tier, whatever the boundary says.
+/// Calls whose arguments decide (the filter looks at them below).
+const GATED: [c_long; 4] = [
+    libc::SYS_clone3,
+    libc::SYS_clone,
+    libc::SYS_socket,
+    libc::SYS_socketpair,
+];
+
+/// Calls a plugin host makes on every request (its event loop, its channel, its threads):
+/// allowed before anything else is compared.
+const HOT: &[c_long] = &[
+    libc::SYS_futex,
+    libc::SYS_epoll_pwait,
+    libc::SYS_epoll_ctl,
+    libc::SYS_recvfrom,
+    libc::SYS_sendto,
+    libc::SYS_recvmsg,
+    libc::SYS_sendmsg,
+    libc::SYS_getrandom,
+    #[cfg(target_arch = "x86_64")]
+    libc::SYS_epoll_wait,
+];
+
 const ALWAYS_DENIED: &[c_long] = &[
     libc::SYS_io_uring_setup,
     libc::SYS_io_uring_enter,
@@ -119,6 +142,26 @@ impl Filter {
         {
             p.push(jump(JGE_K, X32_SYSCALL_BIT, 0, 1));
             p.push(ret(DENY));
+        }
+        // Fast path: every call numbered below the lowest one checked, and the calls a host
+        // makes all the time, are allowed at once — none of the checks below could match them
+        // (the filter runs on every system call; this keeps a round trip's cost down).
+        let checked: Vec<u32> = ALWAYS_DENIED
+            .iter()
+            .copied()
+            .chain(GATED)
+            .map(|n| n as u32)
+            .collect();
+        let lowest = checked.iter().copied().min().unwrap_or(0);
+        p.push(jump(JGE_K, lowest, 1, 0));
+        p.push(ret(RET_ALLOW));
+        for nr in HOT
+            .iter()
+            .map(|&n| n as u32)
+            .filter(|n| !checked.contains(n))
+        {
+            p.push(jump(JEQ_K, nr, 0, 1));
+            p.push(ret(RET_ALLOW));
         }
         for &nr in ALWAYS_DENIED {
             p.push(jump(JEQ_K, nr as u32, 0, 1));
@@ -223,6 +266,31 @@ mod tests {
         assert_eq!(f.program[2].k, DENY);
         assert_eq!(f.program.last().map(|i| i.k), Some(RET_ALLOW));
         assert_eq!(f.to_bytes().len(), f.program.len() * 8);
+    }
+
+    #[test]
+    fn the_fast_path_lets_through_no_call_a_check_is_for() {
+        for hot in HOT {
+            assert!(
+                !ALWAYS_DENIED.contains(hot) && !GATED.contains(hot),
+                "{hot}"
+            );
+        }
+        let lowest = ALWAYS_DENIED
+            .iter()
+            .chain(&GATED)
+            .min()
+            .copied()
+            .unwrap_or(0);
+        // Every checked call is at or above the bound below which all calls pass.
+        assert!(ALWAYS_DENIED.iter().chain(&GATED).all(|n| *n >= lowest));
+        let f = Filter::build(false);
+        let bound = f
+            .program
+            .iter()
+            .position(|i| i.code == JGE_K && i.k == lowest as u32)
+            .expect("the fast path's bound");
+        assert_eq!(f.program[bound + 1].k, RET_ALLOW);
     }
 
     #[test]

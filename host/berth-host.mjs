@@ -8,7 +8,8 @@
 // First: the built-ins the host relies on, captured before any plugin code exists.
 import { frameJson, parse, ErrorCtor, PromiseCtor, promiseThen, objectEntries, objectKeys, isArray, arrayPush, arraySort, SafeMap, SafeSet, SafeWeakMap, bufferAlloc, bufferAllocUnsafe, bufferByteLength, bufferConcat, bufWrite, bufSubarray, bufToString, bufLength, stringSlice, originOf, URLCtor, lockLanguageHooks } from "./intrinsics.mjs"
 import net from "node:net"
-import { readFileSync } from "node:fs"
+import { readFileSync, readlinkSync } from "node:fs"
+import { dirname, resolve as resolvePath } from "node:path"
 import { pathToFileURL, fileURLToPath } from "node:url"
 import { Gate, isRefusal, refusalMessage, installDlopenGate } from "./gate.mjs"
 
@@ -282,8 +283,22 @@ function stoppedByBoundary(err) {
   if (code === "EACCES" || code === "EPERM" || code === "EROFS") return true
   if (!boundaryNetwork && ["ENETUNREACH", "EHOSTUNREACH", "EAI_AGAIN", "ECONNREFUSED", "ConnectionRefused", "FailedToOpenSocket"].includes(code)) return true
   const path = err?.path ?? err?.dest ?? err?.address
-  if (code === "ENOENT" && typeof path === "string") {
-    return !boundaryRoots.some((root) => path === root || path.startsWith(root.endsWith("/") ? root : root + "/"))
+  return code === "ENOENT" && typeof path === "string" && leadsOutside(path)
+}
+
+/** Whether `path` is outside the boundary's folders, or a symlink (chain) that leads there. */
+function leadsOutside(path) {
+  const inside = (p) => boundaryRoots.some((root) => p === root || p.startsWith(root.endsWith("/") ? root : root + "/"))
+  let at = path
+  for (let hops = 0; hops < 8; hops++) {
+    if (!inside(at)) return true
+    let target
+    try {
+      target = readlinkSync(at)
+    } catch {
+      return false
+    }
+    at = resolvePath(dirname(at), target)
   }
   return false
 }

@@ -163,6 +163,29 @@ fn restricted_effects_are_stopped(node: bool, tier: &str) {
     );
     assert!(!out.contains(SECRET), "the key was read");
     stopped("reading ~/.ssh", (status, code, out));
+    // The same through paths the boundary must resolve as the kernel does: symlinks the
+    // repository brought into the writable project, one to the key, one into `.git/hooks`
+    // (a hook that does not exist yet: writing through the link would create it).
+    let via_key = m.s.project().join("src/key");
+    std::os::unix::fs::symlink(m.s.home().join(".ssh/id_rsa"), &via_key).unwrap();
+    let (status, code, out) = call(&srv, "read_file", json!({ "path": via_key }));
+    assert!(
+        !out.contains(SECRET),
+        "the key was read through a symlink in the project"
+    );
+    stopped("reading ~/.ssh through a symlink", (status, code, out));
+    let hook = m.s.project().join(".git/hooks/post-checkout");
+    let via_hook = m.s.project().join("src/hook");
+    std::os::unix::fs::symlink(&hook, &via_hook).unwrap();
+    stopped(
+        "writing .git/hooks through a symlink",
+        call(
+            &srv,
+            "write_file",
+            json!({ "path": via_hook, "text": "#!/bin/sh\n" }),
+        ),
+    );
+    assert!(!hook.exists(), "a hook was planted through a symlink");
     // The network: a TCP listener the test runs accepts nothing.
     let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = tcp.local_addr().unwrap().port();

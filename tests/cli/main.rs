@@ -21,6 +21,7 @@ mod oracle_input;
 mod oracle_tools;
 mod plugins;
 mod policy;
+mod registry_fixture;
 mod resolve;
 mod restricted;
 mod serve;

@@ -1,7 +1,10 @@
-//! Shared by the Rust integration tests: a scratch machine (HOME, XDG folders, a git project)
-//! and the real `berth` binary run against it with OpenCode's variables cleared.
+//! Shared by the Rust integration tests: a scratch machine (HOME, XDG folders, a git project),
+//! the real `berth` binary run against it with OpenCode's variables cleared, and a test npm
+//! registry on loopback (`registry`).
 
 #![allow(dead_code)]
+
+pub mod registry;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

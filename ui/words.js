@@ -28,6 +28,8 @@ const STATES = {
   preparing: { label: 'Preparing', tone: 'progress' },
   'pending-activation': { label: 'Waiting for activation', tone: 'attention' },
   active: { label: 'Active', tone: 'ok' },
+  // Loaded before and loading again in a fresh host (a new version, a changed file); calls wait.
+  updating: { label: 'Updating', tone: 'progress' },
   'load-failed': { label: 'Failed to load', tone: 'error' },
   paused: { label: 'Paused', tone: 'error' },
   disabled: { label: 'Disabled', tone: 'neutral' },

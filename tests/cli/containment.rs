@@ -279,7 +279,7 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     // Denied: still nothing of it runs or shows.
     assert_eq!(s.run_json(&["deny", &held]).0, 0);
     wait_for(&srv, "the denial", |v| {
-        source(v, "held.ts")["state"] == "disabled"
+        source(v, "held.ts")["state"] == "disabled" && source(v, "innocent.ts")["state"] == "active"
     });
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(
@@ -301,8 +301,9 @@ fn a_plugin_held_for_review_then_denied_stops_and_its_toasts_go() {
     };
     wait_for(&srv, "its timer to tick and its toasts to show", ticked);
     assert_eq!(s.run_json(&["deny", &held]).0, 0);
+    // Its neighbour shared its host: it shows `updating` until it runs again in a fresh one.
     let v = wait_for(&srv, "the denial of the running plugin", |v| {
-        source(v, "held.ts")["state"] == "disabled"
+        source(v, "held.ts")["state"] == "disabled" && source(v, "innocent.ts")["state"] == "active"
     });
     let running = settle("denied while running");
     assert!(running > written, "{running} ticks, {written} before");

@@ -14,6 +14,7 @@ mod gate;
 mod hooks;
 mod host;
 mod ledger;
+mod lifecycle;
 mod npm;
 mod oracle_discovery;
 mod oracle_hooks;

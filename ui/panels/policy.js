@@ -30,11 +30,15 @@ const CHOICES = {
   mode: ['compatible', 'restricted'],
   project: ['read-write', 'read'],
   network: ['on', 'off'],
+  updates: ['auto', 'notify', 'manual'],
 };
 const CHOICE_LABELS = {
   review: 'review (held until you allow it)',
   'read-write': 'read and write',
   read: 'read only',
+  auto: 'auto (within the spec, after the minimum age)',
+  notify: 'notify (Berth checks and tells you)',
+  manual: 'manual (only when you press Update)',
 };
 
 function kindOf(key) {
@@ -45,12 +49,15 @@ function kindOf(key) {
   if (k === 'restricted.network') return 'network';
   if (k === 'restricted.env') return 'names';
   if (k.startsWith('budget.')) return 'budget';
+  if (k === 'updates' || k.startsWith('updates.')) return 'updates';
+  if (k === 'update-age' || k.startsWith('update-age.')) return 'age';
   return 'fixed';
 }
 
 const GROUPS = [
   ['caps', 'What plugins may do through Berth', (k) => kindOf(k) === 'cap'],
   ['modes', 'How sources run', (k) => k === 'mode' || k.startsWith('mode.') || k.startsWith('restricted.')],
+  ['updates', 'Updates of npm plugins', (k) => ['updates', 'age'].includes(kindOf(k))],
   ['budgets', 'Time budgets', (k) => k.startsWith('budget.')],
   ['organisation', 'Set by your organisation only', () => true],
 ];
@@ -253,6 +260,7 @@ function renderControl(e, busy) {
   const kind = kindOf(key);
   if (CHOICES[kind]) return renderSelect(e, CHOICES[kind], busy);
   if (kind === 'budget') return renderField(e, busy, 'number');
+  if (kind === 'age') return renderField(e, busy, 'hours');
   if (kind === 'names') return renderField(e, busy, 'names');
   return renderFixed(e);
 }
@@ -290,10 +298,11 @@ function renderSelect(e, choices, busy) {
   return select;
 }
 
-/** A number of milliseconds or a list of names: typed, then sent with Enter or "Set". */
+/** A number of milliseconds or hours, or a list of names: typed, then sent with Enter or "Set". */
 function renderField(e, busy, type) {
   const key = str(e.key);
-  const budget = type === 'number';
+  const hours = type === 'hours';
+  const budget = type === 'number' || hours;
   const shown = budget ? str(e.value) : arr(e.value).map(str).join(', ');
   const input = el('input', {
     className: 'policy-input' + (budget ? ' is-number' : ''),
@@ -301,9 +310,9 @@ function renderField(e, busy, type) {
     dataset: { focusGlobal: 'policy:' + key + ':control' },
     attrs: budget
       ? {
-        type: 'number', min: 1, step: 1, inputmode: 'numeric',
-        max: e.max ?? null,
-        'aria-label': key + ' in milliseconds',
+        type: 'number', min: hours ? 0 : 1, step: 1, inputmode: 'numeric',
+        max: hours ? 8760 : e.max ?? null,
+        'aria-label': key + (hours ? ' in hours' : ' in milliseconds'),
       }
       : { type: 'text', spellcheck: 'false', placeholder: 'none', 'aria-label': key + ', names separated by commas' },
   });
@@ -323,9 +332,9 @@ function renderField(e, busy, type) {
   // Berth judges the value (and says why it refuses one), not the browser's form validation.
   const form = el('form', { className: 'policy-field', attrs: { novalidate: '' } }, [
     input,
-    budget ? el('span', { className: 'muted policy-unit', text: 'ms' }) : null,
+    budget ? el('span', { className: 'muted policy-unit', text: hours ? 'hours' : 'ms' }) : null,
     set,
-    budget && seconds(e.value) ? el('span', { className: 'muted policy-human', text: '= ' + seconds(e.value) }) : null,
+    budget && !hours && seconds(e.value) ? el('span', { className: 'muted policy-human', text: '= ' + seconds(e.value) }) : null,
   ]);
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();

@@ -74,8 +74,44 @@ struct FolderPart {
 /// The OpenCode version whose `engines.opencode` ranges Berth checks against.
 pub const OPENCODE_VERSION: &str = "1.18.4";
 
-/// The folder an npm spec is prepared in: `<root>/<name@request>` with `/` made safe.
+/// The folder an npm spec runs from: the version the person chose last — an update or a
+/// rollback names a folder of `<root>/.versions/` in `<slot>.current` — else the slot it was
+/// first prepared in (`npm_slot_dir`).
 pub fn npm_install_dir(root: &Path, name: &str, request: &str) -> PathBuf {
+    let slot = npm_slot_dir(root, name, request);
+    match npm_current_version(root, name, request) {
+        Some(v) => npm_versions_dir(root).join(v),
+        None => slot,
+    }
+}
+
+/// The `.versions` folder an update or a rollback points the spec at, if it still exists.
+pub fn npm_current_version(root: &Path, name: &str, request: &str) -> Option<String> {
+    let pointer = npm_pointer(root, name, request);
+    let v = std::fs::read_to_string(pointer).ok()?;
+    let v = v.trim();
+    let plain = !v.is_empty() && !v.starts_with('.') && !v.contains('/') && !v.contains('\\');
+    (plain && npm_versions_dir(root).join(v).is_dir()).then(|| v.to_string())
+}
+
+/// The file that names the version a spec runs (absent: its slot).
+pub fn npm_pointer(root: &Path, name: &str, request: &str) -> PathBuf {
+    let slot = npm_slot_dir(root, name, request);
+    let file = slot
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    root.join(format!("{file}.current"))
+}
+
+/// Where exact versions prepared by an update are kept, each in a folder of its own named by
+/// package, version and integrity.
+pub fn npm_versions_dir(root: &Path) -> PathBuf {
+    root.join(".versions")
+}
+
+/// The folder an npm spec is first prepared in: `<root>/<name@request>` with `/` made safe.
+pub fn npm_slot_dir(root: &Path, name: &str, request: &str) -> PathBuf {
     let safe: String = format!("{name}@{request}")
         .chars()
         .map(|c| {
@@ -94,9 +130,14 @@ pub fn npm_install_dir(root: &Path, name: &str, request: &str) -> PathBuf {
 /// The version and integrity a prepared request resolved to, from its install's lockfile.
 pub fn resolved_version(root: &Path, name: &str, request: &str) -> Option<crate::source::Resolved> {
     let dir = npm_install_dir(root, name, request);
+    resolved_in(&dir, &prepared_package_dir(root, name, request))
+}
+
+/// The version and integrity of the package at `pkg` in the install `dir`, from its lockfile.
+pub fn resolved_in(dir: &Path, pkg: &Path) -> Option<crate::source::Resolved> {
     let lock: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("package-lock.json")).ok()?).ok()?;
-    let pkg = prepared_package_dir(root, name, request);
+    let pkg = pkg.to_path_buf();
     let real = pkg.file_name()?.to_string_lossy().into_owned();
     let real = match pkg.parent().and_then(|p| p.file_name()) {
         Some(scope) if scope.to_string_lossy().starts_with('@') => {
@@ -396,6 +437,45 @@ impl Scanner {
                 src
             }
         }
+    }
+
+    /// `source` (an npm plugin) as it would be if it ran from the prepared install `install`:
+    /// what an update or a rollback would run, described before anything is switched to it
+    /// (nothing is imported). `None` for a source that is not an npm plugin.
+    pub fn npm_candidate(&mut self, source: &Source, install: &Path) -> Option<Source> {
+        let npm = source.npm.as_ref()?;
+        let real = std::fs::read_to_string(install.join(".berth-package"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| npm.name.clone());
+        let pkg_dir = install.join("node_modules").join(real);
+        let mut live = HashSet::new();
+        let mut s = self.describe_package(install, &pkg_dir, &mut live);
+        let entry_text = s
+            .files
+            .first()
+            .map(|f| f.display().to_string())
+            .unwrap_or_else(|| source.entry.clone());
+        let blocked = s.blocked.take();
+        let mut src = finish(
+            s,
+            SourceKind::NpmPlugin,
+            source.scope,
+            &source.origin,
+            entry_text,
+            source.spec.clone(),
+            source.options.clone(),
+            source.order,
+            Path::new(&npm.name),
+        );
+        if let Some(state) = blocked {
+            src.state = state;
+        }
+        src.npm = Some(NpmRef {
+            name: npm.name.clone(),
+            request: npm.request.clone(),
+            resolved: resolved_in(install, &pkg_dir),
+        });
+        Some(src)
     }
 
     /// Reads `entry` and every local file it imports (relative, absolute or `file:` specifiers,

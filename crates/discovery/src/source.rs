@@ -45,6 +45,9 @@ pub enum SourceState {
     Preparing,
     PendingActivation,
     Active,
+    /// Loaded before; its host is being replaced (a new version, a changed file, a sibling
+    /// revoked), and it loads again in a fresh one. Its new calls wait meanwhile.
+    Updating,
     LoadFailed,
     Paused,
     Disabled,

@@ -78,6 +78,28 @@ pub fn reclaim_orphans(tree: &str) -> usize {
     reclaimed
 }
 
+/// Every running process of host tree `tree`, wherever it is now (still in the host's group,
+/// reparented to us, or anywhere else it could go): the check that a stopped host is gone.
+pub fn tree_members(tree: &str) -> Vec<u32> {
+    let needle = format!("{TREE_VAR}={tree}");
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|pid| *pid != me && in_tree(*pid, &needle) && is_running(*pid))
+        .collect()
+}
+
+/// SIGKILL to one process.
+pub fn kill_pid(pid: u32) {
+    if pid > 1 {
+        // SAFETY: a plain signal to a pid; no memory is touched.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+}
+
 fn in_tree(pid: u32, needle: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
         .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))

@@ -26,6 +26,9 @@ use crate::budget::{Loss, RestartBudget, RESTART_BUDGET, RESTART_WINDOW};
 use crate::runtimes::{RuntimeInfo, RuntimeKind};
 use crate::{channel, procs};
 
+mod replace;
+pub use replace::Replaced;
+
 /// Cancel first signals the plugin's AbortSignal; this long later the process tree is killed.
 pub const CANCEL_GRACE: Duration = Duration::from_millis(500);
 /// A request not acknowledged within this long marks the host unresponsive.
@@ -430,6 +433,15 @@ impl Host {
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// The instances with a call in flight now.
+    fn instances_in_flight(&self) -> Vec<String> {
+        let pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ids: Vec<String> = pending.values().map(|p| p.instance.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     pub fn is_lost(&self) -> bool {
         self.lost.load(Ordering::SeqCst)
     }
@@ -461,7 +473,7 @@ impl Host {
 
     /// Ends the calls in flight for `instances` now, with `cancelled` (their AbortSignal fires;
     /// nothing is repeated), and returns how many there were. Their code keeps running until
-    /// the host stops: a revoked source's host is retired right after (`HostSupervisor::revoke`).
+    /// the host stops: a revoked source's host is retired right after (`HostSupervisor::replace`).
     pub fn stop_calls_of(&self, instances: &[String], why: &str) -> usize {
         let stopped: Vec<(u64, Pending)> = {
             let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
@@ -1073,6 +1085,8 @@ pub struct HostSupervisor {
     run_dir: Mutex<Option<Arc<channel::RunDir>>>,
     /// What each restricted host may reach, as the runtime set it before asking for the host.
     restrictions: Mutex<HashMap<HostKey, crate::boundary::Restriction>>,
+    /// Hosts being replaced (`replace`): their key, and the signal that the old one is gone.
+    draining: Mutex<HashMap<HostKey, tokio::sync::watch::Sender<bool>>>,
 }
 
 impl HostSupervisor {
@@ -1098,6 +1112,7 @@ impl HostSupervisor {
             upcalls,
             run_dir: Mutex::new(None),
             restrictions: Mutex::new(HashMap::new()),
+            draining: Mutex::new(HashMap::new()),
         }
     }
 
@@ -1170,7 +1185,18 @@ impl HostSupervisor {
 
     /// The live host for `key` (shared, or a source's own), starting one if needed.
     pub async fn host_for(&self, key: &HostKey) -> Result<Arc<Host>, BerthError> {
-        let mut hosts = self.hosts.lock().await;
+        let mut hosts = loop {
+            let hosts = self.hosts.lock().await;
+            // Its old host is finishing its calls: the caller waits until that one is gone (a
+            // new host must not start beside it), then gets the new one.
+            match self.replacement_of(key) {
+                Some(mut gone) => {
+                    drop(hosts);
+                    let _ = gone.wait_for(|g| *g).await;
+                }
+                None => break hosts,
+            }
+        };
         if let Some(h) = hosts.get(key) {
             if !h.is_lost() {
                 return Ok(h.clone());
@@ -1260,47 +1286,6 @@ impl HostSupervisor {
             })
             .map(|(k, _)| k.clone())
             .collect()
-    }
-
-    /// Takes `key`'s host out of service: the next call or load starts a fresh one, and this
-    /// one is retired once its calls in flight have ended (they finish where they started;
-    /// nothing is moved or replayed). For a changed source: a module graph cannot be reloaded
-    /// in place (Bun caches modules by path whatever the query).
-    pub async fn recycle(&self, key: &HostKey, why: &str) {
-        let Some(old) = self.hosts.lock().await.remove(key) else {
-            return;
-        };
-        if old.in_flight() == 0 {
-            old.retire(why);
-            return;
-        }
-        let why = why.to_string();
-        tokio::spawn(async move {
-            // Bounded by the calls' own deadlines; only while it drains.
-            while old.in_flight() > 0 && !old.is_lost() {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            old.retire(&why);
-        });
-    }
-
-    /// A revoked source's code stops now: its calls in flight end `cancelled` at once, the
-    /// next call or load starts a fresh host, and `key`'s host — the revoked code lives in its
-    /// process, timers included — is stopped after the cancel grace, whatever else is still in
-    /// flight there (those calls end `process-lost`, never repeated). Returns once it stopped.
-    pub async fn revoke(&self, key: &HostKey, instances: &[String], why: &str) {
-        let Some(old) = self.hosts.lock().await.remove(key) else {
-            return;
-        };
-        old.stop_calls_of(instances, why);
-        let until = Instant::now() + CANCEL_GRACE;
-        while old.in_flight() > 0 && !old.is_lost() && Instant::now() < until {
-            tokio::select! {
-                _ = old.lost_notify.notified() => {}
-                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-            }
-        }
-        old.retire(why);
     }
 
     /// Lists `host` among the running ones (and forgets those that ended).

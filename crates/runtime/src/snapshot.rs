@@ -242,6 +242,8 @@ pub struct Counts {
     /// Loaded, but contributing more than was approved: waiting for the person again.
     pub pending_activation: usize,
     pub active: usize,
+    /// Loaded before and being loaded again (a new version, a changed file): new calls wait.
+    pub updating: usize,
     pub failed: usize,
     /// Denied or disabled by the person.
     pub disabled: usize,
@@ -260,6 +262,7 @@ impl Counts {
                 SourceState::PendingApproval => c.pending_approval += 1,
                 SourceState::PendingActivation => c.pending_activation += 1,
                 SourceState::Active => c.active += 1,
+                SourceState::Updating => c.updating += 1,
                 SourceState::LoadFailed | SourceState::Paused => c.failed += 1,
                 SourceState::Disabled => c.disabled += 1,
                 SourceState::Unsupported

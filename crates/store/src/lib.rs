@@ -17,6 +17,7 @@ mod open;
 mod permissions;
 mod policy;
 mod receipts;
+mod versions;
 
 pub use approvals::{ApprovalKey, ApprovalRow, Contributions, Decision, NewApproval};
 pub use error::StoreError;
@@ -25,6 +26,7 @@ pub use open::{Opened, Recovery, Store};
 pub use permissions::{PermissionDecision, PermissionLevel, PermissionRule, EVERY_PLUGIN};
 pub use policy::{ActiveContributions, PolicySetting};
 pub use receipts::{Accepted, Finish, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
+pub use versions::ExecutionVersion;
 
 #[cfg(test)]
 mod tests;

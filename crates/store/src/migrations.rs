@@ -143,6 +143,28 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         active_at_ms  INTEGER NOT NULL,
         PRIMARY KEY (source_id, backend)
     ) STRICT;",
+    // 11: execution versions (seed 003 §4): every version of a source that ran, its recorded
+    // facts, when it first and last ran and why; the answer of the last update check. (The
+    // person's update policy per source is a policy setting, `updates.<source>`.)
+    "CREATE TABLE execution_versions (
+        id            INTEGER PRIMARY KEY,
+        source_id     TEXT NOT NULL,
+        backend       TEXT NOT NULL,
+        digest        TEXT NOT NULL,
+        version       TEXT,
+        record_json   TEXT NOT NULL,
+        why           TEXT NOT NULL,
+        first_at_ms   INTEGER NOT NULL,
+        last_at_ms    INTEGER NOT NULL,
+        activations   INTEGER NOT NULL,
+        UNIQUE (source_id, backend, digest)
+    ) STRICT;
+    CREATE INDEX execution_versions_by_source ON execution_versions (source_id, backend, last_at_ms DESC);
+    CREATE TABLE update_checks (
+        source_id     TEXT PRIMARY KEY NOT NULL,
+        answer_json   TEXT NOT NULL,
+        checked_at_ms INTEGER NOT NULL
+    ) STRICT;",
 ];
 
 /// The schema version this build writes.

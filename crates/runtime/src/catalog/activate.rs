@@ -478,6 +478,7 @@ impl Catalog {
                     let _ = self.core.with_store(|s| {
                         s.record_active_contributions(&id, &key.backend, &source.digest, &observed)
                     });
+                    self.record_version(source, &key.backend, backend, &observed);
                     let policy = self.policy.current();
                     let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     host.loaded
@@ -562,9 +563,11 @@ impl Catalog {
         }
     }
 
-    /// Stops `key`'s host — at once for a revocation (`revoked`: the sources whose calls end
-    /// `cancelled`), or once its calls in flight end (a changed source) — and forgets that the
-    /// sources it ran are loaded, so they load again in a fresh host.
+    /// Stops `key`'s host before anything else is imported there (`HostSupervisor::replace`):
+    /// a revocation (`revoked`: the sources whose calls end `cancelled` at once, their code
+    /// stopped after the cancel grace) or a reload (a changed source: its calls in flight may
+    /// finish within `budget.drain`). The other sources it ran show `updating` until they are
+    /// loaded again in a fresh host; new calls wait for that meanwhile.
     pub(super) async fn retire_host(
         &self,
         sup: &HostSupervisor,
@@ -572,23 +575,111 @@ impl Catalog {
         revoked: Option<&[String]>,
         why: &str,
     ) {
-        if let Some(host) = sup.current_for(key).await {
-            let ran: Vec<String> = host
-                .loaded
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .cloned()
-                .collect();
+        let Some(host) = sup.current_for(key).await else {
+            return;
+        };
+        let ran: Vec<String> = host
+            .loaded
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        drop(host);
+        {
             let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             for id in &ran {
                 cat.loaded.remove(id);
+                if !revoked.is_some_and(|r| r.contains(id)) && cat.activity.contains_key(id) {
+                    cat.activity.insert(id.clone(), SourceState::Updating);
+                }
             }
         }
-        match revoked {
-            Some(ids) => sup.revoke(key, ids, why).await,
-            None => sup.recycle(key, why).await,
-        }
+        self.core.rescan();
+        let (cancel_now, grace) = match revoked {
+            Some(ids) => (ids.to_vec(), crate::host::CANCEL_GRACE),
+            None => (Vec::new(), self.policy.current().budget("budget.drain")),
+        };
+        sup.replace(key, &cancel_now, grace, why).await;
+    }
+
+    /// The execution version that runs now (seed 003 §4): its facts recorded the first time
+    /// these bytes run here, its bytes kept (local files, content-addressed), and why it runs.
+    fn record_version(
+        &self,
+        source: &berth_discovery::Source,
+        backend_name: &str,
+        backend: RuntimeKind,
+        observed: &berth_store::Contributions,
+    ) {
+        let data_dir = &self.core.options().data_dir;
+        let current = self
+            .core
+            .with_store(|s| s.execution_versions(&source.id, backend_name, 1))
+            .unwrap_or_default()
+            .into_iter()
+            .next();
+        let asked = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .reasons
+            .remove(&source.id);
+        let why = asked.unwrap_or_else(|| match &current {
+            None => "its first load here".to_string(),
+            Some(c) if c.digest == source.digest => c.why.clone(),
+            Some(_) if source.kind == SourceKind::NpmPlugin => {
+                "its prepared package changed".to_string()
+            }
+            Some(_) => "its files changed on disk".to_string(),
+        });
+        let known = self
+            .core
+            .with_store(|s| s.ran_before(&source.id, backend_name, &source.digest))
+            .unwrap_or(false);
+        let record = if known {
+            // Recorded when it first ran; never rewritten.
+            Value::Null
+        } else {
+            crate::versions::retain(data_dir, source);
+            let install = (source.kind == SourceKind::NpmPlugin)
+                .then_some(source.npm.as_ref())
+                .flatten()
+                .map(|n| {
+                    berth_discovery::npm_install_dir(
+                        &self.core.options().packages_dir(),
+                        &n.name,
+                        &n.request,
+                    )
+                });
+            let version = self
+                .core
+                .runtimes()
+                .iter()
+                .find(|r| r.name == backend)
+                .and_then(|r| r.version.clone());
+            crate::versions::record(
+                source,
+                install.as_deref(),
+                (backend_name, version.as_deref()),
+                observed,
+            )
+        };
+        let label = source
+            .npm
+            .as_ref()
+            .and_then(|n| n.resolved.as_ref())
+            .map(|r| r.version.clone());
+        let _ = self.core.with_store(|s| {
+            s.record_execution(
+                &source.id,
+                backend_name,
+                &source.digest,
+                label.as_deref(),
+                &record,
+                &why,
+            )
+        });
     }
 
     /// Takes back the toasts and open prompts of sources that no longer run.

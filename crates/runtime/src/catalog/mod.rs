@@ -51,6 +51,9 @@ pub(crate) struct CatalogState {
     pub loaded: HashMap<String, String>,
     /// What activation made of each cleared source (active, pending-activation, load-failed).
     pub activity: HashMap<String, SourceState>,
+    /// Why a source's next load happens, when the person asked for it (an update, a rollback);
+    /// recorded with the execution version that load starts.
+    pub reasons: HashMap<String, String>,
     /// Active plugins with the hooks they registered, in OpenCode's load order.
     pub hooks: Vec<HookOwner>,
     /// The store's decisions marker when activation last read the decisions: a call that finds
@@ -322,7 +325,8 @@ impl Catalog {
         let sup = self.core.supervisor().await.expect("supervisor");
         let key = HostKey::restricted(backend, source);
         if fresh {
-            sup.recycle(&key, "benchmark").await;
+            sup.replace(&key, &[], std::time::Duration::ZERO, "benchmark")
+                .await;
         }
         sup.host_for(&key).await.expect("restricted host")
     }
@@ -333,7 +337,13 @@ impl Catalog {
         backend: RuntimeKind,
     ) -> Arc<crate::host::Host> {
         let sup = self.core.supervisor().await.expect("supervisor");
-        sup.recycle(&HostKey::shared(backend), "benchmark").await;
+        sup.replace(
+            &HostKey::shared(backend),
+            &[],
+            std::time::Duration::ZERO,
+            "benchmark",
+        )
+        .await;
         sup.host(backend).await.expect("host")
     }
 

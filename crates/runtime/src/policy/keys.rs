@@ -29,6 +29,11 @@ pub enum Kind {
     /// The most a plugin's `permission.ask` answer may grant for one permission (D-016):
     /// `allow` < `ask` < `deny`.
     Permission,
+    /// How a source's updates are taken: `auto` (within its spec) < `notify` < `manual`.
+    Updates,
+    /// Hours a version must have been published before `auto` takes it (0 to 8760); larger is
+    /// stricter.
+    Age,
 }
 
 /// One key of the policy.
@@ -60,7 +65,10 @@ pub const KEYS: &[KeyDef] = &[
     KeyDef { key: "budget.tool", kind: Kind::Budget { max: 3_600_000 }, product: || json!(30_000), about: "one tool call (when the caller gives no timeout)" },
     KeyDef { key: "budget.client", kind: Kind::Budget { max: 120_000 }, product: || json!(10_000), about: "a plugin's client reads and writes into Berth" },
     KeyDef { key: "budget.tool-after", kind: Kind::Budget { max: 300_000 }, product: || json!(10_000), about: "each `tool.execute.after` hook" },
+    KeyDef { key: "budget.drain", kind: Kind::Budget { max: 300_000 }, product: || json!(5_000), about: "an old plugin host finishing its calls before a new version is imported (new calls wait meanwhile; calls still running then are cancelled)" },
     KeyDef { key: "budget.dispose", kind: Kind::Budget { max: 60_000 }, product: || json!(2_000), about: "a plugin's `dispose` on shutdown" },
+    KeyDef { key: "updates", kind: Kind::Updates, product: || json!("manual"), about: "how npm plugins are updated: manual (only when you press Update), notify (Berth checks and tells you), auto (Berth takes a new version the spec allows, after the minimum age; one that can do more still asks)" },
+    KeyDef { key: "update-age", kind: Kind::Age, product: || json!(0), about: "hours a version must have been published before an automatic update takes it (0: none)" },
     KeyDef { key: "sources.allow", kind: Kind::SourceAllowList, product: || Value::Null, about: "organisation only: the sources that may be approved (ids or npm package names, `*` matches any run of characters)" },
     KeyDef { key: "tools.protected", kind: Kind::ProtectedTools, product: || json!([]), about: "organisation only: tool names no plugin may register" },
 ];
@@ -79,6 +87,18 @@ pub fn def(key: &str) -> Option<&'static KeyDef> {
         product: || Value::from("ask"),
         about: "the most a plugin's permission.ask answer may grant for this permission (`berth permissions cap`); past it the answer is policy-limited",
     };
+    static PER_SOURCE_UPDATES: KeyDef = KeyDef {
+        key: "updates.<source>",
+        kind: Kind::Updates,
+        product: || Value::Null,
+        about: "how this npm plugin is updated (overrides `updates` for it, within the organisation's bounds)",
+    };
+    static PER_SOURCE_AGE: KeyDef = KeyDef {
+        key: "update-age.<source>",
+        kind: Kind::Age,
+        product: || Value::Null,
+        about: "hours a version of this plugin must have been published before an automatic update takes it",
+    };
     let per = |prefix: &str, d: &'static KeyDef| {
         key.strip_prefix(prefix)
             .filter(|rest| !rest.is_empty())
@@ -88,6 +108,26 @@ pub fn def(key: &str) -> Option<&'static KeyDef> {
         .find(|d| d.key == key)
         .or_else(|| per("mode.", &PER_SOURCE_MODE))
         .or_else(|| per("permission.", &PER_PERMISSION))
+        .or_else(|| per("updates.", &PER_SOURCE_UPDATES))
+        .or_else(|| per("update-age.", &PER_SOURCE_AGE))
+}
+
+/// The per-source keys and the key each one overrides for its source.
+pub const PER_SOURCE: &[(&str, &str)] = &[
+    ("mode.", "mode"),
+    ("updates.", "updates"),
+    ("update-age.", "update-age"),
+];
+
+/// The key a per-source key (`mode.<id>`, `updates.<id>`, `update-age.<id>`) overrides.
+pub fn per_source_parent(key: &str) -> Option<&'static str> {
+    PER_SOURCE
+        .iter()
+        .find(|(prefix, _)| {
+            key.strip_prefix(prefix)
+                .is_some_and(|rest| !rest.is_empty())
+        })
+        .map(|(_, parent)| *parent)
 }
 
 impl Kind {
@@ -99,6 +139,8 @@ impl Kind {
             Kind::ProjectAccess => &["read-write", "read"],
             Kind::Network => &["on", "off"],
             Kind::Permission => &["allow", "ask", "deny"],
+            Kind::Updates => &["auto", "notify", "manual"],
+            Kind::Age => return v.as_u64().filter(|n| *n <= 8760),
             Kind::Budget { max } => {
                 let n = v.as_u64().filter(|n| (1..=max).contains(n))?;
                 // Smaller is stricter.
@@ -131,6 +173,14 @@ impl Kind {
                 .rank(v)
                 .map(drop)
                 .ok_or_else(|| "allow, ask or deny".into()),
+            Kind::Updates => self
+                .rank(v)
+                .map(drop)
+                .ok_or_else(|| "manual, notify or auto".into()),
+            Kind::Age => self
+                .rank(v)
+                .map(drop)
+                .ok_or_else(|| "a number of hours from 0 to 8760".into()),
             Kind::Budget { max } => self.rank(v).map(drop).ok_or_else(|| {
                 format!("a number of milliseconds from 1 to {max} (never unlimited)")
             }),
@@ -170,6 +220,8 @@ impl Kind {
             Kind::ProjectAccess => v != "read",
             Kind::Network => v != "off",
             Kind::Permission => v != "deny",
+            Kind::Updates => v != "manual",
+            Kind::Age => v.as_u64().is_some_and(|n| n < 8760),
             Kind::EnvNames => v.as_array().is_some_and(|a| !a.is_empty()),
             Kind::Budget { .. } => v.as_u64().is_some_and(|n| n > 1),
             Kind::SourceAllowList | Kind::ProtectedTools => false,

@@ -107,6 +107,22 @@ impl Effective {
         }
     }
 
+    /// How `source_id`'s updates are taken (`manual`, `notify`, `auto`), the minimum age of a
+    /// version an automatic update takes, and the layer that decided the policy.
+    pub fn updates(&self, source_id: &str) -> (String, Duration, Layer) {
+        let pick = |key: &str| {
+            self.entry(&format!("{key}.{source_id}"))
+                .or_else(|| self.entry(key))
+        };
+        let (policy, layer) = pick("updates")
+            .and_then(|e| e.value.as_str().map(|v| (v.to_string(), e.layer)))
+            .unwrap_or_else(|| ("manual".into(), Layer::Product));
+        let hours = pick("update-age")
+            .and_then(|e| e.value.as_u64())
+            .unwrap_or(0);
+        (policy, Duration::from_secs(hours * 3600), layer)
+    }
+
     /// Whether the organisation lets `id` (or its npm package `name`) be approved at all.
     pub fn source_allowed(&self, id: &str, npm_name: Option<&str>) -> Result<(), String> {
         let Some(list) = self.value("sources.allow").as_array().cloned() else {
@@ -238,12 +254,13 @@ fn hold_everything(values: &mut BTreeMap<String, Value>) {
     }
 }
 
-/// For `mode.<id>`, the organisation's `mode` bounds it.
+/// For a per-source key (`mode.<id>`, `updates.<id>`, …), the organisation's value of the key
+/// it overrides bounds it.
 pub(crate) fn per_source_parent<'a>(
     key: &str,
     org: &'a BTreeMap<String, Value>,
 ) -> Option<&'a Value> {
-    key.strip_prefix("mode.").and_then(|_| org.get("mode"))
+    keys::per_source_parent(key).and_then(|parent| org.get(parent))
 }
 
 /// The policy with nothing but the product's defaults (no organisation, no settings).
@@ -273,7 +290,7 @@ pub fn resolve(
     let per_source: Vec<String> = user
         .keys()
         .chain(org.values.keys())
-        .filter(|k| k.starts_with("mode.") || k.starts_with("permission."))
+        .filter(|k| keys::per_source_parent(k).is_some() || k.starts_with("permission."))
         .cloned()
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -315,8 +332,9 @@ pub fn resolve(
                 max: None,
             },
         };
-        // A per-source mode with no value of its own follows `mode` (resolved below).
-        if entry.value.is_null() && key.starts_with("mode.") {
+        // A per-source key with no value of its own follows the key it overrides.
+        let per_source = keys::per_source_parent(&key).is_some();
+        if entry.value.is_null() && per_source {
             if let Some(v) = upper {
                 entry.value = v.clone();
                 entry.layer = Layer::Organisation;
@@ -345,7 +363,7 @@ pub fn resolve(
         if let Kind::Budget { max } = def.kind {
             entry.max = Some(upper.and_then(Value::as_u64).map_or(max, |u| u.min(max)));
         }
-        if !(entry.value.is_null() && key.starts_with("mode.")) {
+        if !(entry.value.is_null() && per_source) {
             eff.entries.push(entry);
         }
     }

@@ -28,4 +28,5 @@ mod restricted;
 mod serve;
 mod status;
 mod store;
+mod updates;
 mod world;

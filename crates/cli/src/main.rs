@@ -5,6 +5,7 @@
 //! was wrong.
 
 mod check;
+mod lifecycle;
 mod output;
 
 use std::net::SocketAddr;
@@ -133,6 +134,32 @@ enum Command {
         #[command(subcommand)]
         action: Option<PolicyAction>,
     },
+    /// npm plugins: the version each runs, its update policy and the last check; `--check`
+    /// asks the registry now what each spec allows (never done in the background unless the
+    /// plugin's update policy says so).
+    Updates {
+        ids: Vec<String>,
+        #[arg(long)]
+        check: bool,
+    },
+    /// Update an npm plugin to the newest version its spec allows: prepared while the version
+    /// that runs keeps serving, then the old one stopped and the new one loaded. One that can
+    /// do more waits for `--approve-growth`.
+    Update {
+        id: String,
+        #[arg(long)]
+        approve_growth: bool,
+    },
+    /// Run an exact earlier version of an npm plugin again (default: the one before).
+    Rollback {
+        id: String,
+        /// The execution version to run (its id in `berth versions`).
+        #[arg(long, value_name = "VERSION_ID")]
+        to: Option<i64>,
+    },
+    /// Every version of a source that ran here: what it was, why it ran, whether its exact
+    /// bytes are kept.
+    Versions { id: String },
     /// Serve the status page and local API on loopback (token-protected).
     Serve {
         #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
@@ -421,6 +448,12 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
         Command::Auth { action } => auth(&berth, action.as_ref(), out)?,
         Command::Permissions { action } => permissions(&berth, action.as_ref(), out)?,
         Command::Serve { addr } => serve(berth, *addr, out)?,
+        Command::Updates { ids, check } => lifecycle::updates(&berth, ids, *check, out)?,
+        Command::Update { id, approve_growth } => {
+            lifecycle::change(&berth, id, None, *approve_growth, out)?
+        }
+        Command::Rollback { id, to } => lifecycle::change(&berth, id, Some(*to), false, out)?,
+        Command::Versions { id } => lifecycle::versions(&berth, id, out)?,
         Command::Check { .. } => unreachable!("handled before the store is opened"),
     }
     Ok(Outcome::Ok)

@@ -27,7 +27,7 @@ pub use graph::{ConfigDir, ConfigFile, ConfigGraph, ConfigRole, DirRole};
 pub use resolve::Runtime;
 pub use scan::{
     config_dir_of, npm_current_version, npm_entry, npm_install_dir, npm_pointer, npm_slot_dir,
-    npm_versions_dir, prepared_package_dir, Discovery, Scanner, OPENCODE_VERSION,
+    npm_versions_dir, prepared_package_dir, resolved_in, Discovery, Scanner, OPENCODE_VERSION,
 };
 pub use source::{
     Capabilities, Diagnostic, Manifest, NpmRef, Resolved, Scope, Source, SourceKind, SourceState,

@@ -186,7 +186,9 @@ pub fn unconfirmed_growth(
     let (Some(observed), Some(baseline)) = (observed, baseline) else {
         return Vec::new();
     };
-    if row.digest == source.digest || baseline.digest == source.digest {
+    // An update's decision covers its bytes, not what only its load reveals (`by_update`).
+    let decided_on_these = row.digest == source.digest && row.shown.get("by_update").is_none();
+    if decided_on_these || baseline.digest == source.digest {
         return Vec::new();
     }
     let mut known = baseline.contributions.clone();
@@ -251,6 +253,11 @@ fn identity_verifiable(source: &Source) -> bool {
         source.kind,
         SourceKind::StandaloneTool | SourceKind::FilePlugin
     )
+}
+
+/// The capability summary an approval recorded as shown to the person.
+pub fn capabilities_shown(shown: &serde_json::Value) -> Capabilities {
+    capabilities_from_json(shown)
 }
 
 /// Rebuilds the comparable part of a shown capability summary.

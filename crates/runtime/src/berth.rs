@@ -2,7 +2,8 @@
 //! owners together when it opens and then only delegates — every rule lives in an owner:
 //! `core` (what they share), `world` (what plugins put before the person), `catalog` (tools,
 //! hooks, activation, calls), `plugin_calls` (answers to plugin code), `auth` (logins),
-//! `status` (the snapshot), `decisions` (the person's approvals).
+//! `status` (the snapshot), `decisions` (the person's approvals), `updates` (checks, updates
+//! and rollbacks of npm plugins), `versions` (what ran).
 //!
 //! Must not: hold state of its own or decide anything (a check in this file is a rule in the
 //! wrong room).
@@ -27,6 +28,8 @@ use crate::runtimes::RuntimeKind;
 use crate::secret::Secret;
 use crate::snapshot::{StatusEvent, StatusSnapshot};
 use crate::status::Status;
+use crate::updates::{Offer, Outcome, Updates};
+use crate::versions::VersionView;
 use crate::world::{PromptReply, World};
 
 #[derive(Clone)]
@@ -43,6 +46,7 @@ struct Parts {
     auth: Auth,
     status: Arc<Status>,
     decisions: Decisions,
+    updates: Arc<Updates>,
     policy: Arc<Governor>,
 }
 
@@ -78,6 +82,17 @@ impl Berth {
                     status: status.clone(),
                     policy: policy.clone(),
                 },
+                updates: Arc::new(Updates {
+                    core: core.clone(),
+                    catalog: catalog.clone(),
+                    status: status.clone(),
+                    decisions: Decisions {
+                        core: core.clone(),
+                        status: status.clone(),
+                        policy: policy.clone(),
+                    },
+                    policy: policy.clone(),
+                }),
                 policy,
                 core,
                 world,
@@ -264,7 +279,30 @@ impl Berth {
 
     /// For long-running front ends: activation driven by snapshot events.
     pub fn keep_active(&self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(self.parts.updates.clone().keep_updated());
         self.parts.catalog.keep_active()
+    }
+
+    // ---- versions and updates ------------------------------------------------------------
+
+    /// Asks the registry what the spec of each npm plugin of `ids` (all with `None`) allows now.
+    pub async fn check_updates(&self, ids: Option<&[String]>) -> Vec<Result<Offer, BerthError>> {
+        self.parts.updates.check(ids).await
+    }
+
+    /// Updates `id` to the newest version its spec allows now (stop old, import new).
+    pub async fn update(&self, id: &str, approve_growth: bool) -> Result<Outcome, BerthError> {
+        self.parts.updates.update(id, approve_growth).await
+    }
+
+    /// Runs an exact earlier version of `id` again (`to`: its execution version id).
+    pub async fn rollback(&self, id: &str, to: Option<i64>) -> Result<Outcome, BerthError> {
+        self.parts.updates.rollback(id, to).await
+    }
+
+    /// Every version of `id` that ran here, the current first, with its whole record.
+    pub fn versions(&self, id: &str) -> Result<Vec<VersionView>, BerthError> {
+        crate::versions::of_source(&self.parts.core, id)
     }
 
     /// Stops every plugin host after their `dispose` hooks (their trees are killed and reaped).

@@ -162,6 +162,67 @@ impl Decisions {
             .collect())
     }
 
+    /// Approves exactly the bytes `digest` of `id` as the current snapshot shows them, for an
+    /// update or a rollback the person asked for (`decided_by` says which); `extra` is merged
+    /// into what the approval records as shown. A source that moved since is refused.
+    pub fn decide_exact(
+        &self,
+        id: &str,
+        digest: &str,
+        decided_by: &str,
+        extra: Option<serde_json::Value>,
+    ) -> Result<(), BerthError> {
+        self.status.rescan();
+        let snapshot = self.core.status();
+        let s = snapshot
+            .sources
+            .iter()
+            .find(|s| s.id == id)
+            .filter(|s| s.digest == digest)
+            .ok_or_else(|| {
+                BerthError::new(
+                    code::ACTION_REQUIRED,
+                    decided_by,
+                    format!("{id} is not the version that was prepared (its files moved meanwhile); nothing was changed"),
+                    "check for updates again",
+                )
+                .for_plugin(id.to_string())
+            })?;
+        let backend = approval::backend_for(&self.core.runtimes);
+        let this_project_only = self
+            .core
+            .with_store(|st| {
+                let key =
+                    approval::key_for(s, self.core.domain(), backend, &self.core.project_key());
+                st.current_approval(&key)
+                    .map(|r| r.is_some_and(|r| r.project.is_some()))
+            })
+            .unwrap_or(false);
+        self.core.with_store(|store| -> Result<(), BerthError> {
+            let key = approval::key_for(s, self.core.domain(), backend, &self.core.project_key());
+            let observed = store.contributions(&s.id, &s.digest, &key.backend)?;
+            let mut shown = approval::shown_for(&s.capabilities, &s.manifest, observed.as_ref());
+            if let (Some(extra), Some(obj)) = (extra, shown.as_object_mut()) {
+                for (k, v) in extra.as_object().into_iter().flatten() {
+                    obj.insert(k.clone(), v.clone());
+                }
+            }
+            store.record_approval(&NewApproval {
+                key: &key,
+                plugin_identity: &s.entry,
+                decision: Decision::Allow,
+                digest: &s.digest,
+                capability_digest: &s.capability_digest,
+                shown: &shown,
+                decided_by,
+                this_project_only,
+            })?;
+            Ok(())
+        })?;
+        self.status.rescan();
+        Ok(())
+    }
+
     /// Gives each source of `ids` a host of its own (`own`), or puts it back in the shared one;
     /// the next activation moves it (its old host is stopped). Unknown ids fail first.
     pub fn set_own_host(&self, ids: &[String], own: bool) -> Result<Vec<String>, BerthError> {

@@ -114,6 +114,17 @@ const HOST_DEPS_BUDGET: Duration = Duration::from_secs(600);
 /// then `extra`, stopped (its whole process group) once it has run `budget`. A failure
 /// carries npm's own message.
 fn run_npm(dir: &Path, command: &str, extra: &[&str], budget: Duration) -> Result<(), String> {
+    npm_output(dir, command, extra, budget).map(drop)
+}
+
+/// `run_npm`, returning what npm printed on stdout. npm never checks for its own updates
+/// here (no request Berth did not ask for).
+fn npm_output(
+    dir: &Path,
+    command: &str,
+    extra: &[&str],
+    budget: Duration,
+) -> Result<String, String> {
     use std::os::unix::process::CommandExt;
     let npm = npm_program()?;
     let mut cmd = Command::new(npm);
@@ -122,12 +133,13 @@ fn run_npm(dir: &Path, command: &str, extra: &[&str], budget: Duration) -> Resul
             "--ignore-scripts",
             "--no-audit",
             "--no-fund",
+            "--no-update-notifier",
             "--loglevel=error",
         ])
         .args(extra)
         .current_dir(dir)
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0);
     // npm dies with Berth: a killed app must not leave it writing into the data dir. (The
@@ -142,14 +154,28 @@ fn run_npm(dir: &Path, command: &str, extra: &[&str], budget: Duration) -> Resul
         });
     }
     let mut child = cmd.spawn().map_err(|e| format!("cannot run npm: {e}"))?;
-    // Its messages, read as they come (a full pipe would stall it).
-    let stderr = child.stderr.take().map(|mut e| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = std::io::Read::read_to_string(&mut e, &mut text);
-            text
+    // Its output, read as it comes (a full pipe would stall it).
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        pipe.map(|mut e| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = std::io::Read::read_to_string(&mut e, &mut text);
+                text
+            })
         })
-    });
+    };
+    let stdout = read(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = read(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
     let started = std::time::Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -169,10 +195,168 @@ fn run_npm(dir: &Path, command: &str, extra: &[&str], budget: Duration) -> Resul
         ));
     };
     let message = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    let printed = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
     if status.success() {
-        Ok(())
+        Ok(printed)
     } else {
-        Err(format!("npm {command} failed: {}", message.trim()))
+        // `--json` commands print their error as JSON on stdout.
+        let summary = serde_json::from_str::<serde_json::Value>(&printed)
+            .ok()
+            .and_then(|v| v["error"]["summary"].as_str().map(str::to_string));
+        let why = summary.unwrap_or_else(|| message.trim().to_string());
+        Err(format!("npm {command} failed: {why}"))
+    }
+}
+
+/// What the registry offers now for `name@request`, as npm resolves it (`npm view --json`,
+/// revalidating any cached document: a cached answer is never taken as today's): every
+/// version the request matches with its integrity, and the package's dist-tags and publish
+/// times. Runs where plugin installs run (`packages`), so the same npm configuration applies.
+pub fn npm_view(
+    packages: &Path,
+    name: &str,
+    request: &str,
+    budget: Duration,
+) -> Result<serde_json::Value, String> {
+    std::fs::create_dir_all(packages)
+        .map_err(|e| format!("cannot create {}: {e}", packages.display()))?;
+    let spec = format!("{name}@{request}");
+    let out = npm_output(
+        packages,
+        "view",
+        &[
+            "--json",
+            "--prefer-online",
+            "--fetch-retries=1",
+            "--",
+            &spec,
+            "version",
+            "dist.integrity",
+            "time",
+            "dist-tags",
+        ],
+        budget,
+    )?;
+    serde_json::from_str(&out).map_err(|e| format!("npm view printed no JSON ({e})"))
+}
+
+/// Prepares exactly `name@version` — whose tarball must have `integrity` — in a folder of
+/// its own under `<packages>/.versions/`, named by package, version and integrity (install
+/// scripts off, the same npm rules as a first preparation). A folder prepared before is kept
+/// and returned as it is: exact versions are never prepared twice, and an older one stays for
+/// a rollback. Returns the folder.
+pub fn prepare_npm_version(
+    packages: &Path,
+    name: &str,
+    version: &str,
+    integrity: &str,
+    budget: Duration,
+) -> Result<PathBuf, BerthError> {
+    let failed = |msg: String| {
+        BerthError::new(
+            code::DEPENDENCY_FAILED,
+            "update",
+            msg,
+            "check the network and the registry, then press Update again; the version that runs now keeps serving",
+        )
+        .for_plugin(format!("{name}@{version}"))
+    };
+    let versions = berth_discovery::npm_versions_dir(packages);
+    let folder = version_folder(name, version, integrity);
+    let target = versions.join(&folder);
+    std::fs::create_dir_all(&versions)
+        .map_err(|e| failed(format!("cannot create {}: {e}", versions.display())))?;
+    let lock_file = std::fs::File::create(versions.join(format!("{folder}.lock")))
+        .map_err(|e| failed(format!("cannot create the install lock: {e}")))?;
+    let _guard = FileLock::acquire(&lock_file);
+    if berth_discovery::prepared::list_digest(&target).is_some() {
+        return Ok(target);
+    }
+    let staging = versions.join(format!("{folder}.staging-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| failed(e.to_string()))?;
+    let fill = || -> Result<(), String> {
+        std::fs::write(
+            staging.join("package.json"),
+            "{ \"name\": \"berth-plugin-slot\", \"private\": true }\n",
+        )
+        .map_err(|e| e.to_string())?;
+        let spec = format!("{name}@{version}");
+        run_npm(
+            &staging,
+            "install",
+            &[
+                "--save-exact",
+                "--omit-lockfile-registry-resolved",
+                "--",
+                &spec,
+            ],
+            budget,
+        )
+        .map_err(|e| format!("{e} (installing {spec})"))?;
+        let pkg = staging.join("node_modules").join(name);
+        let got = berth_discovery::resolved_in(&staging, &pkg)
+            .ok_or_else(|| format!("npm finished but {} is missing", pkg.display()))?;
+        if got.version != version || got.integrity.as_deref() != Some(integrity) {
+            return Err(format!(
+                "the registry sent other bytes than it announced: {name}@{} with integrity {} (announced {version} with {integrity}); nothing of it is used",
+                got.version,
+                got.integrity.as_deref().unwrap_or("none")
+            ));
+        }
+        write_file_list(&staging)
+    };
+    if let Err(e) = fill() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(failed(e));
+    }
+    std::fs::rename(&staging, &target).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staging);
+        failed(format!("cannot move the prepared version into place: {e}"))
+    })?;
+    tracing::info!(%name, %version, path = %target.display(), "npm plugin version prepared");
+    Ok(target)
+}
+
+/// `<name>@<version>+<the integrity's first 16 hex digits>`, safe as one folder name.
+fn version_folder(name: &str, version: &str, integrity: &str) -> String {
+    let hex = berth_discovery::sha256_hex(integrity.as_bytes());
+    let short = hex
+        .trim_start_matches("sha256:")
+        .get(..16)
+        .unwrap_or_default()
+        .to_string();
+    format!("{name}@{version}+{short}")
+        .chars()
+        .map(|c| match c {
+            '/' => '+',
+            c if c.is_ascii_alphanumeric() || "@._+-".contains(c) => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+/// Makes `name@request` run from `folder` (a `.versions` folder name), or from its first slot
+/// with `None`. Atomic: the pointer file is replaced in one rename.
+pub fn point_npm_spec(
+    packages: &Path,
+    name: &str,
+    request: &str,
+    folder: Option<&str>,
+) -> Result<(), String> {
+    let pointer = berth_discovery::npm_pointer(packages, name, request);
+    match folder {
+        None => match std::fs::remove_file(&pointer) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(format!("cannot remove {}: {e}", pointer.display())),
+        },
+        Some(f) => {
+            let staging = pointer.with_extension(format!("staging-{}", std::process::id()));
+            std::fs::write(&staging, format!("{f}\n"))
+                .and_then(|_| std::fs::rename(&staging, &pointer))
+                .map_err(|e| format!("cannot write {}: {e}", pointer.display()))
+        }
     }
 }
 

@@ -32,6 +32,7 @@ mod relocate;
 pub mod secret;
 pub mod snapshot;
 mod status;
+pub mod updates;
 pub mod versions;
 pub mod watch;
 pub mod world;

@@ -152,6 +152,58 @@ pub struct SourceView {
     pub limited: Vec<crate::policy::Limited>,
     /// The mode it runs in, and why.
     pub run_mode: RunMode,
+    /// Its execution versions and, for an npm plugin, its updates.
+    pub lifecycle: Lifecycle,
+}
+
+/// What ran of a source, and how it is updated (seed 003 §4, §9).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Lifecycle {
+    /// The version that runs now (or ran last here).
+    pub current: Option<crate::versions::VersionView>,
+    /// Earlier versions, newest first (at most nine), each with whether it can run again.
+    pub history: Vec<crate::versions::VersionView>,
+    /// For an npm plugin from a registry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updates: Option<UpdatesView>,
+}
+
+/// An npm plugin's update policy, the last check's answer, and what is under way.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpdatesView {
+    /// `manual`, `notify` or `auto`, and the layer that set it.
+    pub policy: String,
+    pub layer: crate::policy::Layer,
+    /// For `auto`: hours a version must have been published.
+    pub min_age_hours: u64,
+    /// The last check (`Offer`), and when.
+    pub offer: Option<serde_json::Value>,
+    pub checked_at_ms: Option<i64>,
+    pub progress: Option<UpdateProgress>,
+    /// The execution version a rollback would run (the newest earlier one whose exact bytes are
+    /// here), if any.
+    pub rollback_to: Option<i64>,
+}
+
+/// Where an update or rollback of a source stands (the page shows it while it lasts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(tag = "stage", rename_all = "kebab-case")]
+pub enum UpdateProgress {
+    /// Asking the registry what the spec allows now.
+    Checking,
+    /// Preparing the new version (npm, install scripts off); the version that runs serves on.
+    Preparing { target: String },
+    /// Prepared; it can do more than the version that runs, and waits for the person.
+    WaitingForYou { target: String, grew: Vec<String> },
+    /// Stopping the old version and loading the new one.
+    Applying { target: String },
+    /// It did not happen; what runs, and what to do, are in the message and recovery.
+    Failed {
+        target: String,
+        code: String,
+        message: String,
+        recovery: String,
+    },
 }
 
 /// How a source runs: compatible (the person's own rights, install scripts off) or

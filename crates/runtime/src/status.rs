@@ -60,13 +60,14 @@ impl Status {
         self.policy.refresh();
         let policy = self.policy.current();
         let boundary = self.core.status().boundary.clone();
-        let (tools, activity, limited, failures) = {
+        let (tools, activity, limited, failures, progress) = {
             let cat = self.catalog.state();
             (
                 cat.tools.values().cloned().collect::<Vec<_>>(),
                 cat.activity.clone(),
                 cat.limited.clone(),
                 cat.failures.clone(),
+                cat.update_progress.clone(),
             )
         };
         let hosts = self
@@ -161,7 +162,16 @@ impl Status {
                             ));
                         }
                     }
+                    let lifecycle = lifecycle_of(
+                        store,
+                        &o.data_dir,
+                        &source,
+                        &key.backend,
+                        &policy,
+                        progress.get(&source.id).cloned(),
+                    );
                     SourceView {
+                        lifecycle,
                         own_host: own.contains(&source.id),
                         // What this process registered; else what the caps would keep from
                         // what it was seen to contribute (a one-shot CLI shows the same).
@@ -344,5 +354,73 @@ impl Publisher for Status {
     }
     fn publish_world(&self) {
         self.publish_world_now();
+    }
+}
+
+/// What ran of `source` here and how it is updated, read from the store.
+fn lifecycle_of(
+    store: &berth_store::Store,
+    data_dir: &std::path::Path,
+    source: &berth_discovery::Source,
+    backend: &str,
+    policy: &crate::policy::Effective,
+    progress: Option<crate::snapshot::UpdateProgress>,
+) -> crate::snapshot::Lifecycle {
+    let rows = store
+        .execution_versions(&source.id, backend, 10)
+        .unwrap_or_default();
+    let mut views = crate::versions::views(data_dir, &rows, false).into_iter();
+    let current = views.next();
+    let history: Vec<_> = views.collect();
+    let from_registry = source.npm.as_ref().is_some_and(|n| {
+        !n.request.starts_with("file:") && n.request != n.name && !n.request.contains("://")
+    });
+    let updates = (source.kind == berth_discovery::SourceKind::NpmPlugin && from_registry)
+        .then(|| updates_view(store, source, policy, progress, &current, &history));
+    crate::snapshot::Lifecycle {
+        current,
+        history,
+        updates,
+    }
+}
+
+/// An npm plugin's update policy, last check, what is under way or failed, and the version a
+/// rollback would run.
+fn updates_view(
+    store: &berth_store::Store,
+    source: &berth_discovery::Source,
+    policy: &crate::policy::Effective,
+    progress: Option<crate::snapshot::UpdateProgress>,
+    current: &Option<crate::versions::VersionView>,
+    history: &[crate::versions::VersionView],
+) -> crate::snapshot::UpdatesView {
+    let (mode, min_age, layer) = policy.updates(&source.id);
+    let check = store.update_check(&source.id).ok().flatten();
+    // A failed update is kept with the check, so every process shows it until the next update
+    // or rollback.
+    let failed = check
+        .as_ref()
+        .and_then(|c| serde_json::from_value(c.0["failed"].clone()).ok());
+    let offer = check.as_ref().map(|c| {
+        let mut o = c.0.clone();
+        if let Some(o) = o.as_object_mut() {
+            o.remove("failed");
+        }
+        o
+    });
+    crate::snapshot::UpdatesView {
+        policy: mode,
+        layer,
+        min_age_hours: min_age.as_secs() / 3600,
+        checked_at_ms: check.as_ref().map(|c| c.1),
+        offer,
+        progress: progress.or(failed),
+        // The newest version that ran whose exact bytes are here and that is not what the spec
+        // points at now.
+        rollback_to: current
+            .iter()
+            .chain(history.iter())
+            .find(|v| v.recoverable && v.digest != source.digest)
+            .map(|v| v.id),
     }
 }

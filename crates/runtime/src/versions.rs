@@ -194,9 +194,112 @@ pub fn retain(data_dir: &Path, source: &Source) -> usize {
     kept
 }
 
+/// One version as the page and `berth versions` show it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct VersionView {
+    pub id: i64,
+    pub digest: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Why it runs (or ran).
+    pub why: String,
+    pub first_at_ms: i64,
+    pub last_at_ms: i64,
+    pub activations: i64,
+    /// The version that runs now (or ran last).
+    pub current: bool,
+    /// Whether its exact bytes are here to run again, and in words what is kept or missing
+    /// ("previous version not recoverable: …").
+    pub recoverable: bool,
+    pub kept: String,
+    /// Packages it loaded, and how many of them carry no integrity (which proves nothing).
+    pub packages: usize,
+    pub without_integrity: usize,
+    pub native_modules: Vec<String>,
+    pub backend: Value,
+    pub platform: String,
+    /// The whole record (`berth versions`, `/api/versions`); left out of the status snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record: Option<Value>,
+}
+
+/// The versions of a source as views, the current first. `full`: with each whole record and
+/// every kept byte checked (else a cheap check, for the status snapshot).
+pub fn views(
+    data_dir: &Path,
+    rows: &[berth_store::ExecutionVersion],
+    full: bool,
+) -> Vec<VersionView> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let kept = check(data_dir, &r.record, full);
+            let packages = r.record["packages"].as_array().map(Vec::len).unwrap_or(0);
+            let without_integrity = r.record["packages"]
+                .as_array()
+                .map(|a| a.iter().filter(|p| p["integrity"].is_null()).count())
+                .unwrap_or(0);
+            VersionView {
+                id: r.id,
+                digest: r.digest.clone(),
+                version: r.version.clone(),
+                why: r.why.clone(),
+                first_at_ms: r.first_at_ms,
+                last_at_ms: r.last_at_ms,
+                activations: r.activations,
+                current: i == 0,
+                recoverable: kept.is_ok(),
+                kept: kept.unwrap_or_else(|e| e),
+                packages,
+                without_integrity,
+                native_modules: r.record["native_modules"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                backend: r.record["backend"].clone(),
+                platform: format!(
+                    "{}/{}",
+                    r.record["platform"].as_str().unwrap_or("?"),
+                    r.record["arch"].as_str().unwrap_or("?")
+                ),
+                record: full.then(|| r.record.clone()),
+            }
+        })
+        .collect()
+}
+
+/// Every version of source `id` that ran here, the current first, with whole records.
+pub(crate) fn of_source(
+    core: &crate::core::Core,
+    id: &str,
+) -> Result<Vec<VersionView>, crate::error::BerthError> {
+    let backend = crate::approval::backend_name(crate::approval::backend_for(&core.runtimes()));
+    let rows = core.with_store(|s| s.execution_versions(id, backend, 1000))?;
+    if rows.is_empty() && !core.status().sources.iter().any(|s| s.id == id) {
+        return Err(crate::error::BerthError::new(
+            crate::error::code::INVALID_ARGUMENTS,
+            "versions",
+            format!("no source has the id `{id}`"),
+            "list the ids with `berth sources`",
+        ));
+    }
+    Ok(views(&core.options().data_dir, &rows, true))
+}
+
 /// Whether the version `record` describes can run again exactly: `Ok` with what would run,
-/// or why not ("previous version not recoverable" and what is missing).
+/// or why not ("previous version not recoverable" and what is missing). Every kept byte is
+/// hashed.
 pub fn recoverable(data_dir: &Path, record: &Value) -> Result<String, String> {
+    check(data_dir, record, true)
+}
+
+/// `recoverable`; `thorough: false` only looks that each kept file is there (the snapshot's
+/// cheap check; a rollback checks every byte, and the host's gate again at load).
+fn check(data_dir: &Path, record: &Value, thorough: bool) -> Result<String, String> {
     let retained = &record["retained"];
     match retained["kind"].as_str() {
         Some("npm") => {
@@ -230,8 +333,12 @@ pub fn recoverable(data_dir: &Path, record: &Value) -> Result<String, String> {
             }
             for (path, digest) in &files {
                 let digest = digest.as_str().unwrap_or_default();
-                let kept = std::fs::read(blob_path(data_dir, digest))
-                    .is_ok_and(|b| berth_discovery::sha256_hex(&b) == digest);
+                let blob = blob_path(data_dir, digest);
+                let kept = if thorough {
+                    std::fs::read(&blob).is_ok_and(|b| berth_discovery::sha256_hex(&b) == digest)
+                } else {
+                    blob.is_file()
+                };
                 if !kept {
                     return Err(format!(
                         "previous version not recoverable: the bytes of {path} it ran were not kept"

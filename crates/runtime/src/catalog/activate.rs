@@ -28,7 +28,8 @@ impl Catalog {
         self.activate_in_turn().await
     }
 
-    pub(super) async fn activate_in_turn(&self) -> Activation {
+    /// `activate` for a caller that holds the turn (`Catalog::turn`).
+    pub(crate) async fn activate_in_turn(&self) -> Activation {
         let mut act = self.activate_inner().await;
         if act.held_code {
             // The sources loaded before the held one shared its stopped host.

@@ -54,6 +54,8 @@ pub(crate) struct CatalogState {
     /// Why a source's next load happens, when the person asked for it (an update, a rollback);
     /// recorded with the execution version that load starts.
     pub reasons: HashMap<String, String>,
+    /// Updates and rollbacks under way (or failed), per source.
+    pub update_progress: HashMap<String, crate::snapshot::UpdateProgress>,
     /// Active plugins with the hooks they registered, in OpenCode's load order.
     pub hooks: Vec<HookOwner>,
     /// The store's decisions marker when activation last read the decisions: a call that finds
@@ -274,6 +276,12 @@ impl Catalog {
     }
 
     /// The registry, for the owners that read it (status, plugin calls, logins).
+    /// Holds the activation turn: no activation runs until the guard is dropped (an update
+    /// switches a spec and records the decision for it in one turn).
+    pub(crate) async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.activating.lock().await
+    }
+
     pub(crate) fn state(&self) -> MutexGuard<'_, CatalogState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

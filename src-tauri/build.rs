@@ -11,6 +11,9 @@ fn main() {
             "resume",
             "set_policy",
             "grant",
+            "check_updates",
+            "update",
+            "rollback",
         ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

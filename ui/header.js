@@ -1,5 +1,6 @@
 // The frame around the panels. Owns: the top bar (brand mark, version, project folder, the badges
-// for what waits for the person, the live indicator) and the footer. Must not: write inside
+// for what waits for the person, the state of the whole — updating, partially limited — and the
+// live indicator) and the footer. Must not: write inside
 // #app, or act on a click (main.js wires the badges to the panels they show).
 
 import { el } from './dom.js';
@@ -26,6 +27,7 @@ export function renderHeader(snap, sources) {
     badge.title = 'Show what is waiting for your decision';
   }
   renderPromptBadge(arr(snap.prompts).length);
+  renderHeaderState(sources);
   const berth = obj(snap.berth);
   const version = document.querySelector('[data-testid=version]');
   version.textContent = berth.version ? 'v' + str(berth.version) : '';
@@ -38,6 +40,25 @@ export function renderHeader(snap, sources) {
     path.title = dir + '\nworktree: ' + str(project.worktree);
   }
   document.title = 'Berth — ' + (dir ? basename(dir) : 'status');
+}
+
+/** "Updating" while any source loads again or an update runs; "partially limited" while the
+ * policy keeps something of an active source back. */
+function renderHeaderState(sources) {
+  const slot = document.querySelector('[data-testid=header-state]');
+  if (!slot) return;
+  const busy = ['checking', 'preparing', 'applying'];
+  const updating = sources.filter((s) => obj(s).state === 'updating'
+    || busy.includes(str(obj(obj(obj(obj(s).lifecycle).updates).progress).stage))).length;
+  const limited = sources.filter((s) => arr(obj(s).limited).length > 0).length;
+  const words = [];
+  if (updating) words.push('Updating ' + updating + ' ' + plural(updating, 'source', 'sources'));
+  if (limited) words.push(limited + ' partially limited');
+  slot.hidden = words.length === 0;
+  slot.dataset.updating = String(updating);
+  slot.dataset.limited = String(limited);
+  slot.textContent = words.join(' · ');
+  slot.setAttribute('role', 'status');
 }
 
 function renderPromptBadge(n) {

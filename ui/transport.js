@@ -21,6 +21,10 @@ export let sendGrant = null;
 export let sendPromptAnswer = null;
 // () => Promise<resumed backends>; rejects with {code, message, recovery}. Set by the transport.
 export let sendResume = null;
+// (action, source, opts) => Promise<answer>: action 'check' ({offers, errors}), 'update'
+// (opts.approveGrowth) or 'rollback' (opts.to) → the outcome. Rejects with {code, message,
+// recovery}. Set by the transport in use.
+export let sendLifecycle = null;
 
 /** An error from either transport as {code, message, recovery}. */
 export function describeError(err) {
@@ -73,6 +77,12 @@ function startTauri(tauri, page) {
   sendResume = () => tauri.core.invoke('resume');
   sendPolicy = (key, value) => tauri.core.invoke('set_policy', { key, value });
   sendGrant = (source, item, granted) => tauri.core.invoke('grant', { source, item, granted });
+  sendLifecycle = (action, source, opts) => {
+    const o = obj(opts);
+    if (action === 'check') return tauri.core.invoke('check_updates', { sources: source ? [source] : null });
+    if (action === 'update') return tauri.core.invoke('update', { source, approveGrowth: !!o.approveGrowth });
+    return tauri.core.invoke('rollback', { source, to: o.to ?? null });
+  };
   // Listen first, then ask: no change can fall between the two.
   Promise.resolve(tauri.event.listen('status-changed', (e) => {
     const payload = obj(e && e.payload);
@@ -110,6 +120,12 @@ function startWeb(page) {
   sendResume = () => webPost(token, 'resume', {}).then((body) => arr(obj(body).resumed));
   sendPolicy = (key, value) => webPost(token, 'policy', { key, value }).then((body) => obj(obj(body).set));
   sendGrant = (source, item, granted) => webPost(token, 'policy/grant', { source, item, granted });
+  sendLifecycle = (action, source, opts) => {
+    const o = obj(opts);
+    if (action === 'check') return webPost(token, 'updates/check', { sources: source ? [source] : null });
+    if (action === 'update') return webPost(token, 'update', { source, approve_growth: !!o.approveGrowth }).then((b) => obj(b).update);
+    return webPost(token, 'rollback', { source, to: o.to ?? null }).then((b) => obj(b).update);
+  };
   page.setLive('connecting');
 
   fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })

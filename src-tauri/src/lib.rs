@@ -159,6 +159,42 @@ async fn deny(
     decide(berth, request, Decision::Deny).await
 }
 
+/// Asks the registry now what each npm plugin's spec allows (`sources`: all with none).
+#[tauri::command]
+async fn check_updates(
+    berth: tauri::State<'_, Berth>,
+    sources: Option<Vec<String>>,
+) -> Result<serde_json::Value, BerthError> {
+    let berth = berth.inner().clone();
+    let results = berth.check_updates(sources.as_deref()).await;
+    let (offers, errors): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    let offers: Vec<_> = offers.into_iter().filter_map(Result::ok).collect();
+    let errors: Vec<_> = errors.into_iter().filter_map(Result::err).collect();
+    Ok(serde_json::json!({ "offers": offers, "errors": errors }))
+}
+
+/// Updates one npm plugin to the newest version its spec allows (progress in the snapshots).
+#[tauri::command]
+async fn update(
+    berth: tauri::State<'_, Berth>,
+    source: String,
+    approve_growth: Option<bool>,
+) -> Result<berth_runtime::updates::Outcome, BerthError> {
+    let berth = berth.inner().clone();
+    berth.update(&source, approve_growth.unwrap_or(false)).await
+}
+
+/// Runs an exact earlier version of an npm plugin again.
+#[tauri::command]
+async fn rollback(
+    berth: tauri::State<'_, Berth>,
+    source: String,
+    to: Option<i64>,
+) -> Result<berth_runtime::updates::Outcome, BerthError> {
+    let berth = berth.inner().clone();
+    berth.rollback(&source, to).await
+}
+
 fn join_error(e: impl std::fmt::Display) -> BerthError {
     BerthError::new(
         berth_runtime::code::TEMPORARILY_UNAVAILABLE,
@@ -201,7 +237,10 @@ pub fn run() {
             answer_prompt,
             resume,
             set_policy,
-            grant
+            grant,
+            check_updates,
+            update,
+            rollback
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

@@ -139,7 +139,7 @@ fn an_npm_plugin_is_updated_held_when_it_grows_and_rolled_back_exactly() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         v["update"],
-        serde_json::json!({ "outcome": "rolled-back", "from": "1.1.0", "to": "1.1.0" })
+        serde_json::json!({ "outcome": "rolled-back", "from": "1.2.0", "to": "1.1.0" })
     );
     let src = t.source();
     // Decided and not loaded in this (one-shot) process; the call below loads it.

@@ -1,7 +1,7 @@
 // The sources, grouped by kind, one card each. Owns: a card's head, state, facts (with the mode
 // it runs in), what it can do and its technical details; the empty state. Must not: decide for
 // the person or talk to Berth: the approval parts of a card are approvals.js's, the paused parts
-// paused.js's, what the policy keeps back limits.js's.
+// paused.js's, what the policy keeps back limits.js's, versions and updates versions.js's.
 
 import { el, details } from '../dom.js';
 import {
@@ -15,6 +15,7 @@ import {
 } from './approvals.js';
 import { renderPausedSource } from './paused.js';
 import { renderLimited, limitedPill } from './limits.js';
+import { renderVersions } from './versions.js';
 
 export function renderEmpty() {
   return el('section', { className: 'panel empty', testid: 'empty-state' }, [
@@ -98,7 +99,9 @@ function renderSource(s, pos) {
       s.state === 'approved' ? renderApproved(s) : null,
       s.state === 'preparing' ? renderPreparing(s) : null,
       s.state === 'active' ? renderRunsIn(s) : null,
+      s.state === 'updating' ? renderUpdating(s) : null,
       renderLimited(s),
+      renderVersions(s),
       renderMeta(s),
       renderCaps(caps),
       problems,
@@ -189,6 +192,14 @@ function renderPreparing(s) {
     npm.name
       ? el('span', { className: 'mono status-detail', text: str(npm.name) + (npm.request ? ' ' + str(npm.request) : '') })
       : null,
+  ]);
+}
+
+/** Loaded before, loading again in a fresh host; its calls wait meanwhile. */
+function renderUpdating(s) {
+  return el('p', { className: 'source-status status-preparing', testid: 'updating-note', attrs: { role: 'status' } }, [
+    el('span', { className: 'spinner', attrs: { 'aria-hidden': 'true' } }),
+    'Updating: its old host finishes its calls and stops, then it loads again. Calls made now wait and are answered by the new version.',
   ]);
 }
 

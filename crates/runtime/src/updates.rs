@@ -358,7 +358,12 @@ impl Updates {
             .version
             .clone()
             .unwrap_or_else(|| target.digest.clone());
-        let from = current.and_then(|c| c.version);
+        // From what the spec points at now (it may be a version that never loaded).
+        let from = npm
+            .resolved
+            .as_ref()
+            .map(|r| r.version.clone())
+            .or_else(|| current.and_then(|c| c.version));
         let why = format!(
             "rolled back from {} to {to_version} (you asked for it)",
             from.as_deref().unwrap_or("the version that ran")

@@ -53,6 +53,7 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui_file!("panels/sources.js", JS),
     ui_file!("panels/approvals.js", JS),
     ui_file!("panels/limits.js", JS),
+    ui_file!("panels/versions.js", JS),
     ui_file!("panels/policy.js", JS),
     ui_file!("panels/paused.js", JS),
     ui_file!("panels/prompts.js", JS),
@@ -157,6 +158,9 @@ impl Server {
             .route("/api/policy", axum::routing::post(set_policy))
             .route("/api/policy/grant", axum::routing::post(grant))
             .route("/api/invoke", axum::routing::post(invoke))
+            .route("/api/updates/check", axum::routing::post(check_updates))
+            .route("/api/update", axum::routing::post(update))
+            .route("/api/rollback", axum::routing::post(rollback))
             .route_layer(middleware::from_fn_with_state(
                 self.state.clone(),
                 require_token,
@@ -431,6 +435,72 @@ async fn answer_prompt(State(s): State<AppState>, body: axum::body::Bytes) -> Re
 async fn resume(State(s): State<AppState>) -> Response {
     let resumed = s.berth.resume_hosts().await;
     Json(serde_json::json!({ "resumed": resumed })).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Check {
+    #[serde(default)]
+    sources: Option<Vec<String>>,
+}
+
+/// Asks the registry now what each npm plugin's spec allows: `{"sources"?: [ids]}` →
+/// `{"offers": [...], "errors": [...]}` (also in the next snapshots).
+async fn check_updates(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let body: Check = if body.is_empty() {
+        Check { sources: None }
+    } else {
+        match parse_body(
+            &body,
+            "{\"sources\"?: [..]}",
+            "{\"sources\": [\"npm-foo-1d7e648b\"]}",
+        ) {
+            Ok(b) => b,
+            Err(r) => return r,
+        }
+    };
+    let results = s.berth.check_updates(body.sources.as_deref()).await;
+    let (offers, errors): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
+    let offers: Vec<_> = offers.into_iter().filter_map(Result::ok).collect();
+    let errors: Vec<_> = errors.into_iter().filter_map(Result::err).collect();
+    Json(serde_json::json!({ "offers": offers, "errors": errors })).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Change {
+    source: String,
+    #[serde(default)]
+    approve_growth: bool,
+    #[serde(default)]
+    to: Option<i64>,
+}
+
+/// Updates one npm plugin (as `berth update`): `{"source": id, "approve_growth"?: bool}` →
+/// `{"update": outcome}`. Its progress is in the snapshots meanwhile.
+async fn update(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let body: Change = match parse_body(
+        &body,
+        "{\"source\": ..}",
+        "{\"source\": \"npm-foo-1d7e648b\"}",
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let outcome = s.berth.update(&body.source, body.approve_growth).await;
+    answer(outcome.map(|o| serde_json::json!({ "update": o })))
+}
+
+/// Runs an exact earlier version again (as `berth rollback`): `{"source": id, "to"?: N}`.
+async fn rollback(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let body: Change = match parse_body(
+        &body,
+        "{\"source\": ..}",
+        "{\"source\": \"npm-foo-1d7e648b\"}",
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let outcome = s.berth.rollback(&body.source, body.to).await;
+    answer(outcome.map(|o| serde_json::json!({ "update": o })))
 }
 
 #[derive(serde::Deserialize)]

@@ -57,6 +57,8 @@ pub const KEYS: &[KeyDef] = &[
     KeyDef { key: "restricted.project", kind: Kind::ProjectAccess, product: || json!("read"), about: "in restricted mode: the project folder read-only, or read-write (its .git/hooks, .opencode and opencode.json stay read-only)" },
     KeyDef { key: "restricted.network", kind: Kind::Network, product: || json!("off"), about: "in restricted mode: network access (off: no IP socket of any kind)" },
     KeyDef { key: "restricted.env", kind: Kind::EnvNames, product: || json!([]), about: "in restricted mode: environment variables passed besides HOME, PATH, USER, LANG, TZ, TERM and the like (names with KEY, SECRET, TOKEN, PASSWORD, CREDENTIAL or AUTH never are)" },
+    KeyDef { key: "updates", kind: Kind::Updates, product: || json!("manual"), about: "how npm plugins are updated: manual (only when you press Update), notify (Berth checks and tells you), auto (Berth takes a new version the spec allows, after the minimum age; one that can do more still asks)" },
+    KeyDef { key: "update-age", kind: Kind::Age, product: || json!(0), about: "hours a version must have been published before an automatic update takes it (0: none)" },
     KeyDef { key: "budget.prepare", kind: Kind::Budget { max: 1_800_000 }, product: || json!(600_000), about: "preparing a plugin's dependencies (npm, install scripts off)" },
     KeyDef { key: "budget.init", kind: Kind::Budget { max: 300_000 }, product: || json!(30_000), about: "importing a plugin and running its factory" },
     KeyDef { key: "budget.hook", kind: Kind::Budget { max: 300_000 }, product: || json!(10_000), about: "one plugin's transform hook" },
@@ -67,8 +69,6 @@ pub const KEYS: &[KeyDef] = &[
     KeyDef { key: "budget.tool-after", kind: Kind::Budget { max: 300_000 }, product: || json!(10_000), about: "each `tool.execute.after` hook" },
     KeyDef { key: "budget.drain", kind: Kind::Budget { max: 300_000 }, product: || json!(5_000), about: "an old plugin host finishing its calls before a new version is imported (new calls wait meanwhile; calls still running then are cancelled)" },
     KeyDef { key: "budget.dispose", kind: Kind::Budget { max: 60_000 }, product: || json!(2_000), about: "a plugin's `dispose` on shutdown" },
-    KeyDef { key: "updates", kind: Kind::Updates, product: || json!("manual"), about: "how npm plugins are updated: manual (only when you press Update), notify (Berth checks and tells you), auto (Berth takes a new version the spec allows, after the minimum age; one that can do more still asks)" },
-    KeyDef { key: "update-age", kind: Kind::Age, product: || json!(0), about: "hours a version must have been published before an automatic update takes it (0: none)" },
     KeyDef { key: "sources.allow", kind: Kind::SourceAllowList, product: || Value::Null, about: "organisation only: the sources that may be approved (ids or npm package names, `*` matches any run of characters)" },
     KeyDef { key: "tools.protected", kind: Kind::ProtectedTools, product: || json!([]), about: "organisation only: tool names no plugin may register" },
 ];

@@ -158,3 +158,147 @@ fn a_plugin_edited_while_its_slow_call_runs_never_meets_its_old_code() {
         "old and new module code ran at the same time"
     );
 }
+
+fn tool_names(v: &serde_json::Value) -> Vec<String> {
+    v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A global plugin listed in the person's opencode.json (a path outside any plugins folder).
+fn listed_plugin(s: &Sandbox) -> std::path::PathBuf {
+    let file = s.write(
+        "home/plugins-elsewhere/listed.js",
+        "export default { id: 'listed', server: async () => ({ tool: { listed_ping: { description: 'pong', args: {}, async execute() { return 'pong' } } } }) }\n",
+    );
+    s.write(
+        "home/.config/opencode/opencode.json",
+        &serde_json::json!({ "plugin": [format!("file://{}", file.display())] }).to_string(),
+    );
+    file
+}
+
+#[test]
+fn a_source_that_cannot_be_read_for_a_moment_serves_on_and_comes_back_without_a_question() {
+    let s = Sandbox::new();
+    let file = listed_plugin(&s);
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let v = wait_for(&srv, "the plugin to run", |v| {
+        tool_names(v) == ["listed_ping"]
+    });
+    let digest = v["sources"][0]["digest"].as_str().unwrap().to_string();
+    // Its file is gone for a moment (a checkout, a mount); it is still listed in the config.
+    let away = file.with_extension("away");
+    std::fs::rename(&file, &away).unwrap();
+    let v = wait_for(&srv, "the read error to show", |v| {
+        v["sources"][0]["diagnostics"]
+            .to_string()
+            .contains("keeps serving")
+    });
+    let src = &v["sources"][0];
+    assert_eq!(src["state"], "active", "{src}");
+    assert_eq!(
+        tool_names(&v),
+        ["listed_ping"],
+        "withdrawn for a read error"
+    );
+    let (code, r) = invoke(&srv, "listed_ping");
+    assert_eq!((code, r["output"].as_str()), (200, Some("pong")), "{r}");
+    // Back with the same bytes: no new question, the diagnostic goes.
+    std::fs::rename(&away, &file).unwrap();
+    let v = wait_for(&srv, "the file to be read again", |v| {
+        v["sources"][0]["digest"] == digest.as_str()
+            && !v["sources"][0]["diagnostics"]
+                .to_string()
+                .contains("keeps serving")
+    });
+    assert_eq!(v["sources"][0]["state"], "active");
+    assert_eq!(v["sources"][0]["approval"]["decision"], "allow");
+}
+
+#[test]
+fn a_deleted_source_is_withdrawn_at_once_and_its_reappearance_asks_nothing() {
+    let s = Sandbox::new();
+    let file = listed_plugin(&s);
+    let config = s.global_config().join("opencode.json");
+    let listed = std::fs::read_to_string(&config).unwrap();
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let v = wait_for(&srv, "the plugin to run", |v| {
+        tool_names(v) == ["listed_ping"]
+    });
+    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+    // Deleted on purpose: taken out of the config.
+    std::fs::write(&config, "{}").unwrap();
+    let v = wait_for(&srv, "the withdrawal", |v| {
+        v["tools"].as_array().is_some_and(|t| t.is_empty())
+    });
+    assert!(v["sources"].as_array().unwrap().is_empty(), "{v}");
+    assert!(
+        v["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| !h["instances"].to_string().contains(&id)),
+        "its code still runs: {}",
+        v["hosts"]
+    );
+    let (code, r) = invoke(&srv, "listed_ping");
+    assert_ne!(code, 200, "a deleted source's tool answered: {r}");
+    // The same bytes listed again: the decision stands, nothing is asked.
+    assert!(file.is_file());
+    std::fs::write(&config, &listed).unwrap();
+    let v = wait_for(&srv, "the plugin to run again", |v| {
+        tool_names(v) == ["listed_ping"]
+    });
+    assert_eq!(v["sources"][0]["id"], id.as_str());
+    assert_eq!(v["sources"][0]["state"], "active");
+    assert_eq!(v["counts"]["pending_approval"], 0);
+}
+
+#[test]
+fn a_global_source_is_decided_once_for_every_project_and_each_project_runs_its_own_instance() {
+    let s = Sandbox::new();
+    s.write(
+        "home/.config/opencode/plugins/where.js",
+        "export default { id: 'where', server: async ({ directory }) => ({ tool: { where_am_i: { description: 'the project', args: {}, async execute() { return directory } } } }) }\n",
+    );
+    let other = s.root.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    git_init(&other);
+    let in_other = |args: &[&str]| {
+        let mut c = std::process::Command::new(berth_bin());
+        c.args(args)
+            .arg("--data-dir")
+            .arg(s.data_dir())
+            .arg("--project")
+            .arg(&other);
+        s.apply_env(&mut c);
+        c.current_dir(&other).arg("--json");
+        parse_json_output(&c.output().unwrap())
+    };
+    let (_, v) = s.run_json(&["approve", "--all"]);
+    let id = v["approved"][0].as_str().unwrap().to_string();
+    // Asked once: the other project finds it decided.
+    let (_, v) = in_other(&["sources"]);
+    assert_eq!(v["sources"][0]["id"], id.as_str());
+    assert_eq!(v["sources"][0]["state"], "approved", "{v}");
+    // Each project gets its own instance, made for its own folder (as OpenCode does).
+    let (code, here) = s.run_json(&["invoke", "where_am_i"]);
+    assert_eq!(code, 0, "{here}");
+    let (code, there) = in_other(&["invoke", "where_am_i"]);
+    assert_eq!(code, 0, "{there}");
+    assert_eq!(here["output"], s.project().display().to_string());
+    assert_eq!(there["output"], other.display().to_string());
+    // One project may decide otherwise for itself; the other keeps the decision.
+    assert_eq!(in_other(&["deny", "--this-project", &id]).0, 0);
+    assert_eq!(in_other(&["sources"]).1["sources"][0]["state"], "disabled");
+    assert_eq!(
+        s.run_json(&["sources"]).1["sources"][0]["state"],
+        "approved"
+    );
+}

@@ -60,7 +60,7 @@ impl Status {
         self.policy.refresh();
         let policy = self.policy.current();
         let boundary = self.core.status().boundary.clone();
-        let (tools, activity, limited, failures, progress) = {
+        let (tools, activity, limited, failures, progress, unreadable) = {
             let cat = self.catalog.state();
             (
                 cat.tools.values().cloned().collect::<Vec<_>>(),
@@ -68,6 +68,7 @@ impl Status {
                 cat.limited.clone(),
                 cat.failures.clone(),
                 cat.update_progress.clone(),
+                cat.unreadable.clone(),
             )
         };
         let hosts = self
@@ -111,6 +112,16 @@ impl Status {
                             state = *s;
                         }
                     }
+                    // It cannot be read now and its loaded version serves on (not a new
+                    // question: nothing new of it runs).
+                    let unreadable_note = unreadable.get(&src.id).map(|why| {
+                        state = activity.get(&src.id).copied().unwrap_or(SourceState::Active);
+                        berth_discovery::Diagnostic::new(
+                            code::TEMPORARILY_UNAVAILABLE,
+                            format!("{why}; the version loaded before keeps serving, and nothing new of it runs until it can be read again"),
+                            "make the file readable again (or remove it from the config to withdraw it)",
+                        )
+                    });
                     // Why it does not run, when preparing or loading it failed here.
                     let failure = failures
                         .get(&src.id)
@@ -143,6 +154,7 @@ impl Status {
                         ));
                     }
                     source.diagnostics.extend(failure);
+                    source.diagnostics.extend(unreadable_note);
                     if let Some(why) = policy_note {
                         source.diagnostics.push(berth_discovery::Diagnostic::new(
                             code::POLICY_LIMITED,

@@ -132,6 +132,29 @@ impl Catalog {
                 Err(_) => {}
             }
         }
+        // Still listed, but its files cannot be read now (a read error, a listed file missing
+        // for a moment): the version loaded before keeps serving, with a diagnostic; nothing of
+        // it is withdrawn for a read error, and nothing new of it runs.
+        let unreadable: HashMap<String, String> = {
+            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            fresh
+                .sources
+                .iter()
+                .filter(|s| {
+                    matches!(s.kind, SourceKind::StandaloneTool | SourceKind::FilePlugin)
+                        && s.capabilities.contents_unknown
+                        && cat.loaded.contains_key(&s.id)
+                })
+                .map(|s| {
+                    let why = s
+                        .diagnostics
+                        .first()
+                        .map(|d| d.message.clone())
+                        .unwrap_or_else(|| format!("{} cannot be read", s.entry));
+                    (s.id.clone(), why)
+                })
+                .collect()
+        };
         // A plugin that spent its own restart budget is paused until the person resumes it;
         // the others run on (it is withdrawn like a revoked source).
         if let Some(sup) = self.core.supervisor_if_started() {
@@ -157,12 +180,17 @@ impl Catalog {
         // Revocation: tools of sources no longer cleared are withdrawn at once.
         let withdrawn: Vec<String> = {
             let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            let gone: Vec<String> = cat
+            // What is loaded, or still registered after its host went: withdrawn unless cleared
+            // (or kept while it cannot be read).
+            let mut gone: Vec<String> = cat
                 .loaded
                 .keys()
-                .filter(|id| !cleared.contains_key(*id))
+                .chain(cat.tools.values().map(|t| &t.provider.source_id))
+                .filter(|id| !cleared.contains_key(*id) && !unreadable.contains_key(*id))
                 .cloned()
                 .collect();
+            gone.sort();
+            gone.dedup();
             for id in &gone {
                 cat.withdraw(id);
                 cat.loaded.remove(id);
@@ -173,9 +201,13 @@ impl Catalog {
             let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             let failures = std::mem::take(&mut cat.failures);
             cat.activity.retain(|id, st| {
-                cleared.contains_key(id) || *st == SourceState::Paused || failures.contains_key(id)
+                cleared.contains_key(id)
+                    || unreadable.contains_key(id)
+                    || *st == SourceState::Paused
+                    || failures.contains_key(id)
             });
             cat.failures = failures;
+            cat.unreadable = unreadable.clone();
             gone
         };
         let sup = match self.core.supervisor().await {

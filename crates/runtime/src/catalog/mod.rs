@@ -68,6 +68,10 @@ pub(crate) struct CatalogState {
     pub limited: HashMap<String, Vec<Limited>>,
     /// Why a cleared source could not be prepared or loaded, shown on it until it works.
     pub failures: HashMap<String, BerthError>,
+    /// Loaded sources whose files cannot be read now while they are still listed (a read
+    /// error, a listed file missing for a moment): the version loaded keeps serving, nothing
+    /// new of it runs, and the page says so (seed 003 §12: no withdrawal for a read error).
+    pub unreadable: HashMap<String, String>,
 }
 
 /// Everything a loaded source offered, and where it runs.

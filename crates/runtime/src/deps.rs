@@ -114,16 +114,21 @@ const HOST_DEPS_BUDGET: Duration = Duration::from_secs(600);
 /// then `extra`, stopped (its whole process group) once it has run `budget`. A failure
 /// carries npm's own message.
 fn run_npm(dir: &Path, command: &str, extra: &[&str], budget: Duration) -> Result<(), String> {
-    npm_output(dir, command, extra, budget).map(drop)
+    npm_output(dir, command, extra, budget, false).map(drop)
 }
 
 /// `run_npm`, returning what npm printed on stdout. npm never checks for its own updates
-/// here (no request Berth did not ask for).
+/// here (no request Berth did not ask for). `background`: the work of an update, while the
+/// version that runs keeps serving — npm then yields the CPU and the disk to the hosts (nice
+/// 10, the lowest best-effort I/O priority), so a preparation beside a busy plugin leaves its
+/// round trips about as npm alone would (docs/performance.md). A first preparation, which the
+/// person waits for, runs at normal priority.
 fn npm_output(
     dir: &Path,
     command: &str,
     extra: &[&str],
     budget: Duration,
+    background: bool,
 ) -> Result<String, String> {
     use std::os::unix::process::CommandExt;
     let npm = npm_program()?;
@@ -144,11 +149,17 @@ fn npm_output(
         .process_group(0);
     // npm dies with Berth: a killed app must not leave it writing into the data dir. (The
     // signal follows the thread that started it, which waits below until npm ends.)
-    // SAFETY: prctl is async-signal-safe and touches no memory of ours.
+    // SAFETY: prctl, setpriority and the ioprio_set syscall are async-signal-safe and touch no
+    // memory of ours.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if background {
+                libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE);
+                // IOPRIO_WHO_PROCESS = 1; class best-effort (2) << 13, its lowest level 7.
+                libc::syscall(libc::SYS_ioprio_set, 1, 0, (2 << 13) | 7);
             }
             Ok(())
         });
@@ -236,6 +247,7 @@ pub fn npm_view(
             "dist-tags",
         ],
         budget,
+        false,
     )?;
     serde_json::from_str(&out).map_err(|e| format!("npm view printed no JSON ({e})"))
 }
@@ -282,7 +294,7 @@ pub fn prepare_npm_version(
         )
         .map_err(|e| e.to_string())?;
         let spec = format!("{name}@{version}");
-        run_npm(
+        npm_output(
             &staging,
             "install",
             &[
@@ -292,6 +304,7 @@ pub fn prepare_npm_version(
                 &spec,
             ],
             budget,
+            true,
         )
         .map_err(|e| format!("{e} (installing {spec})"))?;
         let pkg = staging.join("node_modules").join(name);
@@ -304,7 +317,7 @@ pub fn prepare_npm_version(
                 got.integrity.as_deref().unwrap_or("none")
             ));
         }
-        write_file_list(&staging)
+        in_background(|| write_file_list(&staging))
     };
     if let Err(e) = fill() {
         let _ = std::fs::remove_dir_all(&staging);
@@ -316,6 +329,28 @@ pub fn prepare_npm_version(
     })?;
     tracing::info!(%name, %version, path = %target.display(), "npm plugin version prepared");
     Ok(target)
+}
+
+/// The niceness of an update's background work (npm, and the hashing and reading around it):
+/// it gets a tenth of a core that the hosts want, and all of one they do not.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Runs `f` on a thread of its own at the background niceness (an update's hashing and reading
+/// around npm), and returns its result. A fresh thread: its priority goes with it.
+pub(crate) fn in_background<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                // SAFETY: gettid and setpriority on this thread's own id touch no memory of ours.
+                unsafe {
+                    let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                    libc::setpriority(libc::PRIO_PROCESS, tid, BACKGROUND_NICE);
+                }
+                f()
+            })
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
 }
 
 /// `<name>@<version>+<the integrity's first 16 hex digits>`, safe as one folder name.

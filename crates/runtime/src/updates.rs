@@ -195,22 +195,25 @@ impl Updates {
         let packages = self.core.options().packages_dir();
         let budget = self.policy.current().budget("budget.prepare");
         let (name, version) = (npm.name.clone(), target.version.clone());
-        let dir = {
+        // What it can do is read from its bytes before anything of it runs, in the same
+        // background step (off the async workers, at the preparation's low priority).
+        let (dir, candidate) = {
             let packages = packages.clone();
+            let mut scanner = self.core.scanner();
+            let source = source.clone();
             tokio::task::spawn_blocking(move || {
-                crate::deps::prepare_npm_version(&packages, &name, &version, &integrity, budget)
+                let dir = crate::deps::prepare_npm_version(
+                    &packages, &name, &version, &integrity, budget,
+                )?;
+                let candidate = crate::deps::in_background(|| scanner.npm_candidate(&source, &dir))
+                    .ok_or_else(|| not_npm(&source.id))?;
+                Ok::<_, BerthError>((dir, candidate))
             })
             .await
             .map_err(|e| {
                 BerthError::new(code::DEPENDENCY_FAILED, "update", e.to_string(), "retry")
             })??
         };
-        // What it can do, known before anything of it runs, against what the person approved.
-        let candidate = self
-            .core
-            .scanner()
-            .npm_candidate(source, &dir)
-            .ok_or_else(|| not_npm(&source.id))?;
         if matches!(
             candidate.state,
             SourceState::Unsupported | SourceState::IncompatibleVersion

@@ -19,6 +19,9 @@ use berth_runtime::host::CallOptions;
 use berth_runtime::runtimes::RuntimeKind;
 use berth_runtime::{Berth, BerthOptions, Decision};
 
+#[path = "bench/updates.rs"]
+mod updates;
+
 struct Figures {
     check: bool,
     /// The sections asked for (`--only`), or all.
@@ -36,6 +39,7 @@ const SECTIONS: &[&str] = &[
     "chain",
     "receipts",
     "status",
+    "updates",
 ];
 
 impl Figures {
@@ -715,6 +719,11 @@ fn main() {
                 None,
             );
         }
+    }
+
+    // --- updates: downtime of a switch, npm preparing beside a warm source -----------------
+    if f.wants("updates") {
+        updates::run(&mut f, tmp.path(), &rt);
     }
 
     if f.check && !f.missed.is_empty() {

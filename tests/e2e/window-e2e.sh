@@ -20,6 +20,13 @@ git init -q "$SCRATCH/project"
 for v in $(env | sed -n 's/^\(OPENCODE_[A-Z_]*\|XDG_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 export HOME="$SCRATCH/home"
 
+# A registry on loopback for the update controls (fixture versions, published by the test);
+# its stdin is this shell's pipe, so it ends with the script.
+coproc REGISTRY { node "$ROOT/tests/support/registry.mjs" --root "$ROOT/fixtures/registry" --visible berth-update-probe@1.0.0; }
+read -r REGISTRY_LINE <&"${REGISTRY[0]}"
+REGISTRY_PORT="$(node -e 'console.log(JSON.parse(process.argv[1]).port)' "$REGISTRY_LINE")"
+export REGISTRY_URL="http://127.0.0.1:$REGISTRY_PORT/" npm_config_registry="http://127.0.0.1:$REGISTRY_PORT/" npm_config_update_notifier=false
+
 tauri-driver --port "$PORT" >"$SCRATCH/driver.log" 2>&1 &
 DRIVER_PID=$!
 for _ in $(seq 1 100); do

@@ -1,7 +1,8 @@
 // The real Berth window (WebKitGTK under Xvfb) through tauri-driver's W3C WebDriver API.
 // Asserts on data the runtime derived (the folder path from this test's HOME, the policy's
-// entries as `berth policy` resolves them on the same data dir) and on a live update after a
-// plugin file appears (the Tauri event path, no reload).
+// entries as `berth policy` resolves them on the same data dir), on a live update after a
+// plugin file appears (the Tauri event path, no reload), and on the update controls updating a
+// real npm plugin from a registry on loopback (the script starts it; REGISTRY_URL).
 import { execFileSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -129,6 +130,48 @@ try {
     if (JSON.stringify(modes) !== JSON.stringify(wanted)) {
       throw new Error(`source modes differ from berth policy:\n${JSON.stringify(modes)}\n${JSON.stringify(wanted)}`)
     }
+  })
+
+  await test("the update controls update an npm plugin from the registry in the real window", async () => {
+    const cli = process.env.BERTH_BIN ?? join(dirname(app), "berth")
+    const run = (args) =>
+      JSON.parse(execFileSync(cli, [...args, "--json", "--data-dir", dataDir, "--project", project], { encoding: "utf8" }))
+    writeFileSync(join(home, ".config", "opencode", "opencode.json"), JSON.stringify({ plugin: ["berth-update-probe@latest"] }))
+    const id = await (async () => {
+      const deadline = Date.now() + 15_000
+      for (;;) {
+        const s = run(["sources"]).sources.find((x) => x.npm?.name === "berth-update-probe")
+        if (s) return s.id
+        if (Date.now() > deadline) throw new Error("the npm plugin was not found")
+        await new Promise((r) => setTimeout(r, 100))
+      }
+    })()
+    run(["approve", "--including-fetch", id])
+    const card = `document.querySelector('[data-testid=source][data-source-id="${id}"]')`
+    const version = `(${card}?.querySelector('[data-testid=version-name]')?.textContent)`
+    await waitFor(session, `return ${card}?.dataset.state === 'active' && ${version} === '1.0.0'`, "1.0.0 to run in the window", 60_000)
+    const res = await fetch(`${process.env.REGISTRY_URL}-/berth/publish`, { method: "POST", body: JSON.stringify({ spec: "berth-update-probe@1.1.0" }) })
+    if (res.status !== 200) throw new Error(`publish: ${res.status}`)
+    await wd("POST", `/session/${session}/execute/sync`, { script: `${card}.querySelector('[data-testid=update-check]').click(); return true`, args: [] })
+    const offered = await waitFor(
+      session,
+      `return ${card}?.querySelector('[data-testid=update-offer]')?.dataset.version`,
+      "the offer of 1.1.0",
+      30_000,
+    )
+    if (offered !== "1.1.0") throw new Error(`offered ${offered}`)
+    await wd("POST", `/session/${session}/execute/sync`, { script: `${card}.querySelector('[data-testid=update-update]').click(); return true`, args: [] })
+    const why = await waitFor(
+      session,
+      `return ${card}?.dataset.state === 'active' && ${version} === '1.1.0' && ${card}.querySelector('[data-testid=version-why]').textContent`,
+      "1.1.0 to run in the window",
+      60_000,
+    )
+    const versions = run(["versions", id]).versions
+    if (versions[0].version !== "1.1.0" || versions[0].why !== why) {
+      throw new Error(`the window says ${why}; berth versions says ${JSON.stringify(versions[0])}`)
+    }
+    if (!versions.some((v) => v.version === "1.0.0" && v.recoverable)) throw new Error(`1.0.0 is not kept: ${JSON.stringify(versions)}`)
   })
 } finally {
   await wd("DELETE", `/session/${session}`).catch(() => {})

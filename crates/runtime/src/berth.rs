@@ -302,7 +302,7 @@ impl Berth {
 
     /// Every version of `id` that ran here, the current first, with its whole record.
     pub fn versions(&self, id: &str) -> Result<Vec<VersionView>, BerthError> {
-        crate::versions::of_source(&self.parts.core, id)
+        self.parts.updates.versions(id)
     }
 
     /// Stops every plugin host after their `dispose` hooks (their trees are killed and reaped).

@@ -563,6 +563,27 @@ impl Updates {
         self.status.rescan();
     }
 
+    /// Every version of source `id` that ran here, the current first, with whole records.
+    pub fn versions(&self, id: &str) -> Result<Vec<crate::versions::VersionView>, BerthError> {
+        let backend = approval::backend_name(approval::backend_for(&self.core.runtimes()));
+        let rows = self
+            .core
+            .with_store(|s| s.execution_versions(id, backend, 1000))?;
+        if rows.is_empty() && !self.core.status().sources.iter().any(|s| s.id == id) {
+            return Err(BerthError::new(
+                code::INVALID_ARGUMENTS,
+                "versions",
+                format!("no source has the id `{id}`"),
+                "list the ids with `berth sources`",
+            ));
+        }
+        Ok(crate::versions::views(
+            &self.core.options().data_dir,
+            &rows,
+            true,
+        ))
+    }
+
     /// The background side of the person's update policy, for long-running front ends: every
     /// `every`, the npm plugins whose policy is `notify` or `auto` are checked; with `auto`, a
     /// version the spec allows that is at least the policy's minimum age is taken (one that can

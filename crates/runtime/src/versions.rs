@@ -272,24 +272,6 @@ pub fn views(
         .collect()
 }
 
-/// Every version of source `id` that ran here, the current first, with whole records.
-pub(crate) fn of_source(
-    core: &crate::core::Core,
-    id: &str,
-) -> Result<Vec<VersionView>, crate::error::BerthError> {
-    let backend = crate::approval::backend_name(crate::approval::backend_for(&core.runtimes()));
-    let rows = core.with_store(|s| s.execution_versions(id, backend, 1000))?;
-    if rows.is_empty() && !core.status().sources.iter().any(|s| s.id == id) {
-        return Err(crate::error::BerthError::new(
-            crate::error::code::INVALID_ARGUMENTS,
-            "versions",
-            format!("no source has the id `{id}`"),
-            "list the ids with `berth sources`",
-        ));
-    }
-    Ok(views(&core.options().data_dir, &rows, true))
-}
-
 /// Whether the version `record` describes can run again exactly: `Ok` with what would run,
 /// or why not ("previous version not recoverable" and what is missing). Every kept byte is
 /// hashed.

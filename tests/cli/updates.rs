@@ -232,3 +232,120 @@ fn a_spec_never_takes_a_version_outside_it() {
         "{v}"
     );
 }
+
+#[test]
+fn the_update_policy_lets_a_running_berth_check_and_take_versions_on_its_own() {
+    use crate::serve::{start_with, wait_for};
+    let t = Setup::new("berth-update-probe@latest", &["berth-update-probe@1.0.0"]);
+    let id = t.id();
+    assert_eq!(t.run(&["approve", "--including-fetch", &id]).0, 0);
+    assert_eq!(t.call("probe_version"), "berth-update-probe 1.0.0");
+    let set = |key: &str, value: &str| {
+        let (code, v) = t.run(&["policy", "set", &format!("{key}.{id}"), value]);
+        assert_eq!(code, 0, "{v}");
+    };
+    set("updates", "notify");
+    let url = t.reg.url();
+    let srv = start_with(
+        &t.s,
+        "127.0.0.1:0",
+        &[
+            ("npm_config_registry", std::path::Path::new(&url)),
+            ("npm_config_update_notifier", std::path::Path::new("false")),
+            ("BERTH_UPDATE_CHECK_EVERY_S", std::path::Path::new("1")),
+        ],
+    )
+    .unwrap();
+    let updates = |v: &serde_json::Value| v["sources"][0]["lifecycle"]["updates"].clone();
+    let current = |v: &serde_json::Value| {
+        v["sources"][0]["lifecycle"]["current"]["version"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    // notify: Berth checks and says so, and takes nothing.
+    t.reg.publish("berth-update-probe@1.1.0");
+    let v = wait_for(&srv, "the check to see 1.1.0", |v| {
+        updates(v)["offer"]["available"]["version"] == "1.1.0"
+    });
+    assert_eq!(current(&v), "1.0.0");
+    // auto with a minimum age of one hour: a version published a moment ago is not taken.
+    set("update-age", "1");
+    set("updates", "auto");
+    let checked = updates(&v)["checked_at_ms"].as_i64().unwrap();
+    let v = wait_for(&srv, "two more checks", |v| {
+        updates(v)["checked_at_ms"].as_i64() > Some(checked + 1500)
+    });
+    assert_eq!(
+        current(&v),
+        "1.0.0",
+        "took a version younger than the minimum age"
+    );
+    // Published a day ago: old enough, within the spec, nothing grows — taken.
+    t.reg
+        .publish_at("berth-update-probe@1.1.0", "2026-01-01T00:00:00.000Z");
+    let v = wait_for(&srv, "the automatic update", |v| current(v) == "1.1.0");
+    assert_eq!(
+        v["sources"][0]["lifecycle"]["current"]["why"],
+        "updated from 1.0.0 to 1.1.0 (your update policy is auto)"
+    );
+    let (code, r) = srv.post(
+        "invoke",
+        &serde_json::json!({ "tool": "probe_version", "args": {} }),
+    );
+    assert_eq!(
+        (code, r["output"].as_str()),
+        (200, Some("berth-update-probe 1.1.0"))
+    );
+}
+
+#[test]
+fn a_version_whose_bytes_are_gone_is_not_recoverable_and_nothing_rebuilds_it() {
+    let t = Setup::new("berth-update-probe@latest", &["berth-update-probe@1.0.0"]);
+    let id = t.id();
+    assert_eq!(t.run(&["approve", "--including-fetch", &id]).0, 0);
+    assert_eq!(t.call("probe_version"), "berth-update-probe 1.0.0");
+    t.reg.publish("berth-update-probe@1.1.0");
+    assert_eq!(t.run(&["update", &id]).0, 0);
+    assert_eq!(t.call("probe_version"), "berth-update-probe 1.1.0");
+    // The folder 1.0.0 ran from is removed behind Berth's back.
+    let (_, v) = t.run(&["versions", &id]);
+    let old = v["versions"][1]["record"]["retained"]["install"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::remove_dir_all(&old).unwrap();
+    let (_, v) = t.run(&["versions", &id]);
+    assert_eq!(v["versions"][1]["recoverable"], false);
+    assert!(
+        v["versions"][1]["kept"]
+            .as_str()
+            .unwrap()
+            .starts_with("previous version not recoverable"),
+        "{v}"
+    );
+    let src = t.source();
+    assert!(
+        src["lifecycle"]["updates"]["rollback_to"].is_null(),
+        "{src}"
+    );
+    let (code, e) = t.run(&["rollback", &id]);
+    assert_eq!(
+        (code, e["error"]["code"].as_str()),
+        (1, Some("action-required")),
+        "{e}"
+    );
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("previous version not recoverable"));
+    assert_eq!(
+        t.call("probe_version"),
+        "berth-update-probe 1.1.0",
+        "what ran before the refusal still runs"
+    );
+    assert!(
+        !std::path::Path::new(&old).exists(),
+        "nothing was rebuilt in its place"
+    );
+}

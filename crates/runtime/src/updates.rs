@@ -135,6 +135,15 @@ impl Updates {
     /// Updates `id` to the newest version its spec allows now. `approve_growth`: the person saw
     /// what the new version can do beyond the one that runs, and allows it.
     pub async fn update(&self, id: &str, approve_growth: bool) -> Result<Outcome, BerthError> {
+        self.update_because(id, approve_growth, Asked::Person).await
+    }
+
+    async fn update_because(
+        &self,
+        id: &str,
+        approve_growth: bool,
+        asked: Asked,
+    ) -> Result<Outcome, BerthError> {
         let source = self.approved_npm_source(id)?;
         let offer = self.check_one(&source).await?;
         let Some(target) = offer.available.clone() else {
@@ -143,7 +152,7 @@ impl Updates {
             });
         };
         let result = self
-            .update_to(&source, &offer, &target, approve_growth)
+            .update_to(&source, &offer, &target, approve_growth, asked)
             .await;
         let waiting = matches!(
             self.catalog.state().update_progress.get(id),
@@ -174,6 +183,7 @@ impl Updates {
         offer: &Offer,
         target: &Candidate,
         approve_growth: bool,
+        asked: Asked,
     ) -> Result<Outcome, BerthError> {
         let npm = registry_spec(source)?;
         let Some(integrity) = target.integrity.clone() else {
@@ -265,15 +275,19 @@ impl Updates {
             .file_name()
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let (because, decided_by) = match asked {
+            Asked::Person => ("you asked for it", "update"),
+            Asked::Policy => ("your update policy is auto", "auto-update"),
+        };
         let why = format!(
-            "updated from {} to {} (you asked for it)",
+            "updated from {} to {} ({because})",
             offer
                 .current
                 .as_deref()
                 .unwrap_or("the version prepared first"),
             target.version
         );
-        self.switch(source, Some(&folder), &candidate, &why, "update")
+        self.switch(source, Some(&folder), &candidate, &why, decided_by)
             .await?;
         self.outcome_after(&source.id, offer.current.clone(), &target.version, false)
     }
@@ -420,7 +434,7 @@ impl Updates {
             decided_by,
             // An update's new contributions were not seen by the person unless the scan saw
             // them: what the load reveals beyond them and the version before is held.
-            (decided_by == "update").then(|| json!({ "by_update": true, "contributions": { "tools": candidate.capabilities.tools } })),
+            (decided_by != "rollback").then(|| json!({ "by_update": true, "contributions": { "tools": candidate.capabilities.tools } })),
         );
         if let Err(e) = decided {
             // Nothing was decided: the spec points where it did.
@@ -597,11 +611,14 @@ impl Updates {
             .map_or(Duration::from_secs(6 * 3600), Duration::from_secs);
         loop {
             let policy = self.policy.current();
+            // The snapshot's sources (no scan of its own: with every plugin on `manual`, a
+            // round costs nothing).
             let sources: Vec<Source> = self
                 .core
-                .fresh_scan()
+                .status()
                 .sources
-                .into_iter()
+                .iter()
+                .map(|v| v.source.clone())
                 .filter(|s| s.kind == SourceKind::NpmPlugin && registry_spec(s).is_ok())
                 .collect();
             for s in sources {
@@ -619,7 +636,7 @@ impl Updates {
                     .and_then(age_of)
                     .is_some_and(|age| age >= min_age);
                 if mode == "auto" && offer.available.is_some() && old_enough {
-                    if let Err(e) = self.update(&s.id, false).await {
+                    if let Err(e) = self.update_because(&s.id, false, Asked::Policy).await {
                         tracing::warn!(plugin = %s.id, code = e.code, "automatic update not taken: {}", e.message);
                     }
                 }
@@ -628,6 +645,13 @@ impl Updates {
             tokio::time::sleep(every).await;
         }
     }
+}
+
+/// Who asked for an update: the person, or their update policy (`auto`).
+#[derive(Clone, Copy)]
+enum Asked {
+    Person,
+    Policy,
 }
 
 /// How long ago an RFC 3339 time was (None when it cannot be read).

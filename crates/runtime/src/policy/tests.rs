@@ -207,3 +207,42 @@ fn a_source_runs_restricted_by_its_own_setting_or_the_organisation() {
     assert_eq!(eff.restricted("b"), (true, Layer::Organisation));
     assert!(eff.entry("mode.b").unwrap().overruled.is_some());
 }
+
+#[test]
+fn a_plugins_update_policy_is_bounded_by_the_organisations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = org(dir.path(), r#"{"updates": "notify", "update-age": 24}"#);
+    let u = user(&[
+        ("updates.npm-a-00000001", json!("auto")),
+        ("updates.npm-b-00000002", json!("manual")),
+        ("update-age.npm-b-00000002", json!(48)),
+        ("update-age.npm-c-00000003", json!(1)),
+    ]);
+    let eff = resolve(&path, organisation_layer(&path), &u, BTreeSet::new());
+    // Looser than the organisation: overruled, the organisation's value holds.
+    let (policy, age, layer) = eff.updates("npm-a-00000001");
+    assert_eq!(
+        (policy.as_str(), age.as_secs(), layer),
+        ("notify", 24 * 3600, Layer::Organisation)
+    );
+    let a = eff.entry("updates.npm-a-00000001").unwrap();
+    assert!(a.overruled.as_deref().unwrap().contains("loosen"), "{a:?}");
+    // Stricter: the person's.
+    let (policy, age, layer) = eff.updates("npm-b-00000002");
+    assert_eq!(
+        (policy.as_str(), age.as_secs(), layer),
+        ("manual", 48 * 3600, Layer::User)
+    );
+    // A minimum age below the organisation's is not applied.
+    assert_eq!(eff.updates("npm-c-00000003").1.as_secs(), 24 * 3600);
+    // Without an organisation: manual, no minimum age.
+    let none = product_defaults();
+    let (policy, age, layer) = none.updates("npm-d-00000004");
+    assert_eq!(
+        (policy.as_str(), age.as_secs(), layer),
+        ("manual", 0, Layer::Product)
+    );
+    assert!(
+        Kind::Age.check(&json!(8761)).is_err() && Kind::Updates.check(&json!("sometimes")).is_err()
+    );
+}

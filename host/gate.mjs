@@ -37,6 +37,12 @@ export class Gate {
     this.files = new SafeMap()
     /** Real path → folders its bare imports resolve from (the source's prepared dependencies). */
     this.deps = new SafeMap()
+    /**
+     * Real path → where the approved bytes are kept, for a source rolled back to an earlier
+     * version (Berth's content-addressed copies): the module keeps its path, its bytes come
+     * from the copy — and are hashed and compared like any others.
+     */
+    this.kept = new SafeMap()
   }
 
   /** Whether `path` lies in one of Berth's own folders. */
@@ -47,7 +53,8 @@ export class Gate {
   }
 
   /**
-   * Admits one source's manifest `{files: {path: digest}, deps: [folder…]}`. A file already
+   * Admits one source's manifest `{files: {path: digest}, deps: [folder…], kept?: {path:
+   * copy}}`. A file already
    * admitted with other bytes is a conflict: this host may hold the old module (the
    * supervisor starts a fresh host instead).
    */
@@ -63,6 +70,8 @@ export class Gate {
       this.files.set(path, digest)
       if (isArray(manifest.deps)) this.deps.set(path, manifest.deps)
     }
+    const kept = objectEntries(manifest?.kept ?? {})
+    for (let i = 0; i < kept.length; i++) this.kept.set(kept[i][0], kept[i][1])
   }
 
   /** Folders a bare import in `importer` resolves from, in order (none: the runtime's own rules). */
@@ -77,7 +86,7 @@ export class Gate {
   readApproved(path) {
     const want = this.files.get(path)
     if (want === undefined) throw refusal(`${path} is not part of what was approved: Berth never showed it to you, so it does not run (a file that a source loads must be found by the scan; packages load only from what Berth prepared)`)
-    const bytes = readFile(path)
+    const bytes = readFile(this.kept.get(path) ?? path)
     const got = sha256(bytes)
     if (got !== want) throw refusal(`${path} changed since it was approved (approved ${short(want)}, now ${short(got)}); nothing of the new bytes ran`)
     return bytes

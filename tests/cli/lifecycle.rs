@@ -302,3 +302,65 @@ fn a_global_source_is_decided_once_for_every_project_and_each_project_runs_its_o
         "approved"
     );
 }
+
+#[test]
+fn a_local_plugin_whose_edit_fails_to_load_rolls_back_to_its_kept_bytes() {
+    let s = Sandbox::new();
+    let plugins = s.global_config().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let file = plugins.join("edited.js");
+    let version = |v: &str| {
+        format!("export default {{ id: 'edited', server: async () => ({{ tool: {{ edited_version: {{ description: 'v', args: {{}}, async execute() {{ return '{v}' }} }} }} }}) }}\n")
+    };
+    std::fs::write(&file, version("v1")).unwrap();
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let v = wait_for(&srv, "v1 to run", |v| tool_names(v) == ["edited_version"]);
+    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+    let v1 = v["sources"][0]["digest"].as_str().unwrap().to_string();
+    assert_eq!(invoke(&srv, "edited_version").1["output"], "v1");
+    // The edit breaks it: the old host was stopped first, so nothing of it runs now.
+    std::fs::write(&file, "throw new Error('broken on purpose')\n").unwrap();
+    let v = wait_for(&srv, "the failed load", |v| {
+        v["sources"][0]["state"] == "load-failed"
+    });
+    assert!(
+        v["sources"][0]["lifecycle"]["rollback_to"].is_i64(),
+        "a rollback is offered: {}",
+        v["sources"][0]["lifecycle"]
+    );
+    let (code, r) = srv.post("rollback", &serde_json::json!({ "source": id }));
+    assert_eq!(
+        code,
+        200,
+        "{r} {}",
+        status_of(&srv)["sources"][0]["diagnostics"]
+    );
+    assert_eq!(r["update"]["outcome"], "rolled-back", "{r}");
+    let v = wait_for(&srv, "the kept version to run", |v| {
+        v["sources"][0]["state"] == "active" && v["sources"][0]["lifecycle"]["pinned"] == true
+    });
+    let src = &v["sources"][0];
+    assert_eq!(src["lifecycle"]["current"]["digest"], v1.as_str(), "{src}");
+    assert!(
+        src["diagnostics"].to_string().contains("rolled back"),
+        "{src}"
+    );
+    assert_eq!(
+        invoke(&srv, "edited_version").1["output"],
+        "v1",
+        "the kept bytes run"
+    );
+    assert!(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .contains("broken on purpose"),
+        "the person's file was left as it is"
+    );
+    // The person edits it again: the pin goes and the file on disk runs.
+    std::fs::write(&file, version("v3")).unwrap();
+    wait_for(&srv, "v3 to run", |v| {
+        v["sources"][0]["lifecycle"]["pinned"] == false && v["sources"][0]["state"] == "active"
+    });
+    assert_eq!(invoke(&srv, "edited_version").1["output"], "v3");
+}

@@ -37,7 +37,9 @@ export function renderVersions(s) {
   return el('section', { className: 'versions', testid: 'versions', dataset: { sourceId: id } }, [
     el('h3', { className: 'caps-title', text: 'Version' }),
     current ? renderCurrent(s, current) : el('p', { className: 'muted', text: 'It has not run here yet.' }),
-    updates ? renderUpdates(s, updates) : null,
+    life.pinned ? el('p', { className: 'source-status status-preparing', testid: 'version-pinned', attrs: { role: 'status' } },
+      'Rolled back: it runs the kept earlier version above, not its files on disk. Edit them again, or approve them as they are, to run them.') : null,
+    updates ? renderUpdates(s, updates) : renderLocalRollback(s, life),
     history.length ? renderHistory(id, history) : null,
   ]);
 }
@@ -99,6 +101,21 @@ function renderUpdates(s, u) {
   if (action && action.phase === 'error') rows.push(errorBox(action.error, 'It did not happen: ', 'update-error'));
   rows.push(renderPolicy(s, u, busy));
   return el('div', { className: 'updates', testid: 'updates', dataset: { stage: stage || 'idle' } }, rows);
+}
+
+/** A local source: "Roll back" to the newest earlier version whose exact bytes are kept. */
+function renderLocalRollback(s, life) {
+  const id = str(s.id);
+  const action = sent.get(id);
+  const rows = [];
+  if (num(life.rollback_to) !== null) {
+    const busy = !!action && action.phase === 'sending';
+    rows.push(el('div', { className: 'update-actions' }, [
+      button(id, 'rollback', 'Roll back to the kept earlier version', busy, { to: num(life.rollback_to) }, 'update-rollback'),
+    ]));
+  }
+  if (action && action.phase === 'error') rows.push(errorBox(action.error, 'It did not happen: ', 'update-error'));
+  return rows.length ? el('div', { className: 'updates', testid: 'local-rollback' }, rows) : null;
 }
 
 function renderProgress(p) {

@@ -166,6 +166,11 @@ pub struct Lifecycle {
     /// For an npm plugin from a registry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updates: Option<UpdatesView>,
+    /// The execution version a rollback would run (the newest that ran whose exact bytes are
+    /// here and that is not what is on disk now), if any.
+    pub rollback_to: Option<i64>,
+    /// A local source rolled back: it runs the kept version, not its files on disk.
+    pub pinned: bool,
 }
 
 /// An npm plugin's update policy, the last check's answer, and what is under way.
@@ -367,4 +372,13 @@ pub struct StatusEvent {
     pub revision: u64,
     pub diff: SnapshotDiff,
     pub snapshot: std::sync::Arc<StatusSnapshot>,
+}
+
+/// The first 12 hex digits of a `sha256:` digest, as the page and the CLI name a version.
+pub fn short(digest: &str) -> String {
+    digest
+        .trim_start_matches("sha256:")
+        .chars()
+        .take(12)
+        .collect()
 }

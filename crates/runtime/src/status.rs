@@ -60,7 +60,7 @@ impl Status {
         self.policy.refresh();
         let policy = self.policy.current();
         let boundary = self.core.status().boundary.clone();
-        let (tools, activity, limited, failures, progress, unreadable) = {
+        let (tools, activity, limited, failures, progress, unreadable, pinned) = {
             let cat = self.catalog.state();
             (
                 cat.tools.values().cloned().collect::<Vec<_>>(),
@@ -69,6 +69,10 @@ impl Status {
                 cat.failures.clone(),
                 cat.update_progress.clone(),
                 cat.unreadable.clone(),
+                cat.pinned
+                    .keys()
+                    .cloned()
+                    .collect::<std::collections::HashSet<String>>(),
             )
         };
         let hosts = self
@@ -155,6 +159,18 @@ impl Status {
                     }
                     source.diagnostics.extend(failure);
                     source.diagnostics.extend(unreadable_note);
+                    // Rolled back: the kept version runs, whatever its files on disk say now.
+                    if pinned.contains(&source.id) {
+                        if let Some(s) = activity.get(&source.id) {
+                            state = *s;
+                            source.state = state;
+                        }
+                        source.diagnostics.push(berth_discovery::Diagnostic::new(
+                            code::ACTION_REQUIRED,
+                            "rolled back: it runs the kept earlier version, not its files on disk as they are now",
+                            "edit its files again, or approve them as they are, to run them instead",
+                        ));
+                    }
                     if let Some(why) = policy_note {
                         source.diagnostics.push(berth_discovery::Diagnostic::new(
                             code::POLICY_LIMITED,
@@ -174,7 +190,7 @@ impl Status {
                             ));
                         }
                     }
-                    let lifecycle = lifecycle_of(
+                    let mut lifecycle = lifecycle_of(
                         store,
                         &o.data_dir,
                         &source,
@@ -182,6 +198,11 @@ impl Status {
                         &policy,
                         progress.get(&source.id).cloned(),
                     );
+                    lifecycle.pinned = pinned.contains(&source.id);
+                    if lifecycle.pinned {
+                        // It runs the earlier version already.
+                        lifecycle.rollback_to = None;
+                    }
                     SourceView {
                         lifecycle,
                         own_host: own.contains(&source.id),
@@ -389,10 +410,18 @@ fn lifecycle_of(
     });
     let updates = (source.kind == berth_discovery::SourceKind::NpmPlugin && from_registry)
         .then(|| updates_view(store, source, policy, progress, &current, &history));
+    // The newest version that ran whose exact bytes are here and that is not on disk now.
+    let rollback_to = current
+        .iter()
+        .chain(history.iter())
+        .find(|v| v.recoverable && v.digest != source.digest)
+        .map(|v| v.id);
     crate::snapshot::Lifecycle {
         current,
         history,
         updates,
+        rollback_to,
+        pinned: false,
     }
 }
 

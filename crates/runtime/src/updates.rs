@@ -295,20 +295,13 @@ impl Updates {
     /// Runs the exact version `to` (an execution version's id; the one before the current with
     /// `None`) of `id` again, if its bytes are still there as they ran.
     pub async fn rollback(&self, id: &str, to: Option<i64>) -> Result<Outcome, BerthError> {
-        let source = self.approved_npm_source(id).map_err(|e| {
-            // A local file's bytes are kept, but it runs from its own path: restoring it is the
-            // person's (their editor, their version control).
-            match self.core.fresh_scan().sources.into_iter().find(|s| s.id == id) {
-                Some(s) if s.kind != SourceKind::NpmPlugin => BerthError::new(
-                    code::UNSUPPORTED,
-                    "rollback",
-                    format!("{id} is a local file: Berth keeps the bytes of every version that ran (see `berth versions {id}`), but it runs the file where it is"),
-                    "restore the file's previous content (your editor or version control); Berth then runs it again without asking if it was approved before",
-                )
-                .for_plugin(id.to_string()),
-                _ => e,
-            }
-        })?;
+        let local = self.core.fresh_scan().sources.into_iter().find(|s| {
+            s.id == id && matches!(s.kind, SourceKind::FilePlugin | SourceKind::StandaloneTool)
+        });
+        if let Some(source) = local {
+            return self.rollback_local(&source, to).await;
+        }
+        let source = self.approved_npm_source(id)?;
         let npm = registry_spec(&source)?;
         let backend = approval::backend_name(approval::backend_for(&self.core.runtimes()));
         let versions = self
@@ -407,6 +400,118 @@ impl Updates {
         self.progress(id, None);
         self.status.rescan();
         done
+    }
+
+    /// A local source runs an exact earlier version again: its recorded files, their bytes
+    /// from Berth's copies (the files on disk are the person's and stay as they are), pinned
+    /// until those files change again or the person decides on them.
+    async fn rollback_local(
+        &self,
+        source: &Source,
+        to: Option<i64>,
+    ) -> Result<Outcome, BerthError> {
+        let id = source.id.as_str();
+        let backend = approval::backend_for(&self.core.runtimes());
+        let name = approval::backend_name(backend);
+        let versions = self
+            .core
+            .with_store(|s| s.execution_versions(id, name, 100))?;
+        let current = versions.first().cloned();
+        let target = match to {
+            Some(v) => versions.iter().find(|x| x.id == v).cloned(),
+            None => versions.iter().find(|x| x.digest != source.digest).cloned(),
+        }
+        .ok_or_else(|| {
+            BerthError::new(
+                code::INVALID_ARGUMENTS,
+                "rollback",
+                format!("{id} has no earlier version that ran here (its files on disk are the version that ran last)"),
+                "list its versions with `berth versions`",
+            )
+            .for_plugin(id.to_string())
+        })?;
+        crate::versions::recoverable(&self.core.options().data_dir, &target.record).map_err(
+            |why| {
+                BerthError::new(
+                    code::ACTION_REQUIRED,
+                    "rollback",
+                    format!("{why}; nothing was changed"),
+                    "restore the file's earlier content yourself (your editor or version control)",
+                )
+                .for_plugin(id.to_string())
+            },
+        )?;
+        // What the person approved it with then (a version that ran was approved).
+        let then = self
+            .core
+            .with_store(|s| s.approvals())?
+            .into_iter()
+            .find(|r| {
+                r.source_id == id
+                    && r.digest == target.digest
+                    && r.decision == berth_store::Decision::Allow
+            })
+            .ok_or_else(|| {
+                BerthError::new(
+                    code::ACTION_REQUIRED,
+                    "rollback",
+                    format!("no approval of {id} as it was then is on record"),
+                    "restore the file's earlier content yourself and approve it",
+                )
+                .for_plugin(id.to_string())
+            })?;
+        let label = target
+            .version
+            .clone()
+            .unwrap_or_else(|| crate::snapshot::short(&target.digest));
+        let why = format!(
+            "rolled back to {label}, its bytes from Berth's copy; the files on disk stay as they are (you asked for it)"
+        );
+        {
+            let _turn = self.catalog.turn().await;
+            let key = approval::key_for(
+                source,
+                self.core.domain(),
+                backend,
+                &self.core.project_key(),
+            );
+            let mut shown = then.shown.clone();
+            if let Some(o) = shown.as_object_mut() {
+                o.insert("rolled_back_to".into(), json!(target.id));
+            }
+            self.core.with_store(|s| -> Result<(), BerthError> {
+                s.record_approval(&berth_store::NewApproval {
+                    key: &key,
+                    plugin_identity: &source.entry,
+                    decision: berth_store::Decision::Allow,
+                    digest: &target.digest,
+                    capability_digest: &then.capability_digest,
+                    shown: &shown,
+                    decided_by: "rollback",
+                    this_project_only: then.project.is_some(),
+                })?;
+                s.pin(id, target.id, &source.digest)?;
+                Ok(())
+            })?;
+            self.catalog.state().reasons.insert(id.to_string(), why);
+            self.catalog.activate_in_turn().await;
+        }
+        self.status.rescan();
+        let from = current.map(|c| {
+            c.version
+                .unwrap_or_else(|| crate::snapshot::short(&c.digest))
+        });
+        let running = self.catalog.state().activity.get(id).copied();
+        match running {
+            Some(SourceState::Active) => Ok(Outcome::RolledBack { from, to: label }),
+            other => Err(BerthError::new(
+                code::PLUGIN_FAILED,
+                "rollback",
+                format!("the kept version of {id} did not load (it is {other:?})"),
+                "look at its diagnostics and log",
+            )
+            .for_plugin(id.to_string())),
+        }
     }
 
     /// Points the spec at `folder`, records the person's decision for exactly the bytes that

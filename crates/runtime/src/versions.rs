@@ -194,6 +194,51 @@ pub fn retain(data_dir: &Path, source: &Source) -> usize {
     kept
 }
 
+/// `source` as the earlier version `version` of it, for a local source rolled back to that
+/// version: its recorded files and digests, the capability summary it was approved with
+/// (`approved`), and for each file the kept copy the host reads its bytes from (path → copy).
+/// `None` when a copy is missing (the version cannot run again; nothing is rebuilt).
+pub fn pinned(
+    data_dir: &Path,
+    source: &Source,
+    version: &berth_store::ExecutionVersion,
+    approved: berth_discovery::Capabilities,
+) -> Option<(Source, BTreeMap<PathBuf, PathBuf>)> {
+    let files = version.record["files"].as_object()?;
+    let mut manifest = BTreeMap::new();
+    let mut kept = BTreeMap::new();
+    for (path, digest) in files {
+        let digest = digest.as_str()?;
+        let copy = blob_path(data_dir, digest);
+        if !copy.is_file() {
+            return None;
+        }
+        manifest.insert(PathBuf::from(path), digest.to_string());
+        kept.insert(PathBuf::from(path), copy);
+    }
+    let mut pinned = source.clone();
+    let entry = source.capabilities.files.first().cloned();
+    pinned.capabilities = approved;
+    pinned.capabilities.files =
+        entry
+            .into_iter()
+            .chain(manifest.keys().cloned())
+            .fold(Vec::new(), |mut all, f| {
+                if !all.contains(&f) {
+                    all.push(f);
+                }
+                all
+            });
+    pinned.capabilities.contents_unknown = false;
+    pinned.digest = version.digest.clone();
+    pinned.capability_digest = version.record["capability_digest"]
+        .as_str()
+        .unwrap_or(&source.capability_digest)
+        .to_string();
+    pinned.manifest.files = manifest;
+    Some((pinned, kept))
+}
+
 /// One version as the page and `berth versions` show it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct VersionView {

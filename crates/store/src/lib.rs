@@ -26,7 +26,7 @@ pub use open::{Opened, Recovery, Store};
 pub use permissions::{PermissionDecision, PermissionLevel, PermissionRule, EVERY_PLUGIN};
 pub use policy::{ActiveContributions, PolicySetting};
 pub use receipts::{Accepted, Finish, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
-pub use versions::ExecutionVersion;
+pub use versions::{ExecutionVersion, Pin};
 
 #[cfg(test)]
 mod tests;

@@ -165,6 +165,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         answer_json   TEXT NOT NULL,
         checked_at_ms INTEGER NOT NULL
     ) STRICT;",
+    // 12: sources rolled back to an earlier version of local files: the version that runs (its
+    // bytes from Berth's copies) while the files on disk are the ones seen at the rollback.
+    "CREATE TABLE pins (
+        source_id     TEXT PRIMARY KEY NOT NULL,
+        version_id    INTEGER NOT NULL,
+        disk_digest   TEXT NOT NULL,
+        pinned_at_ms  INTEGER NOT NULL
+    ) STRICT;",
 ];
 
 /// The schema version this build writes.

@@ -1,8 +1,9 @@
 //! Execution versions (seed 003 §4): one row per version of a source that really ran here —
 //! the facts that explain and reproduce it (`record_json`, written by the runtime's versions
-//! owner), when it first and last ran, and why it runs; and the last update check's answer.
+//! owner), when it first and last ran, and why it runs; the last update check's answer; and
+//! the pins of local sources rolled back to a kept version.
 //!
-//! Owns: those two tables. Must not: decide what a version is or whether it may run (the
+//! Owns: those three tables. Must not: decide what a version is or whether it may run (the
 //! runtime does), or rewrite a version's recorded facts after the fact — a later activation
 //! of the same bytes only moves `last_at_ms`, `activations` and `why`.
 
@@ -32,7 +33,62 @@ pub struct ExecutionVersion {
     pub activations: i64,
 }
 
+/// A local source rolled back to an earlier version: that version runs (from Berth's copies of
+/// its bytes) as long as the files on disk are still `disk_digest`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pin {
+    pub source_id: String,
+    pub version_id: i64,
+    pub disk_digest: String,
+    pub pinned_at_ms: i64,
+}
+
 impl Store {
+    /// Pins `source_id` to execution version `version_id` while its files on disk are
+    /// `disk_digest` (replacing an earlier pin).
+    pub fn pin(
+        &self,
+        source_id: &str,
+        version_id: i64,
+        disk_digest: &str,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO pins (source_id, version_id, disk_digest, pinned_at_ms) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (source_id) DO UPDATE SET version_id = excluded.version_id, disk_digest = excluded.disk_digest, pinned_at_ms = excluded.pinned_at_ms",
+                params![source_id, version_id, disk_digest, crate::open::now_ms()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Takes `source_id`'s pin back (its files on disk run again, as the rules allow).
+    pub fn unpin(&self, source_id: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute("DELETE FROM pins WHERE source_id = ?1", params![source_id])
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Every pin.
+    pub fn pins(&self) -> Result<Vec<Pin>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT source_id, version_id, disk_digest, pinned_at_ms FROM pins")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Pin {
+                    source_id: r.get(0)?,
+                    version_id: r.get(1)?,
+                    disk_digest: r.get(2)?,
+                    pinned_at_ms: r.get(3)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     /// Notes that `digest` of `source_id` runs now: a new row for bytes never run here, else
     /// the existing one's last time, count and reason. Returns the row's id.
     pub fn record_execution(

@@ -83,6 +83,7 @@ impl Catalog {
             fresh = self.core.fresh_scan();
         }
         let backend = approval::backend_for(&self.core.runtimes());
+        self.apply_pins(&mut fresh, backend);
         let mut cleared: HashMap<String, &berth_discovery::Source> = HashMap::new();
         // Only sources whose bytes are here and that OpenCode would load at all.
         let loadable = |s: &&berth_discovery::Source| {
@@ -272,6 +273,30 @@ impl Catalog {
         for key in sup.running(&changed).await {
             self.retire_host(&sup, &key, None, "a source it ran changed on disk")
                 .await;
+        }
+        // A host where a source failed to load holds what those bytes did before failing: other
+        // bytes of that source (a fix, a rollback) load in a fresh host.
+        let failed_elsewhere: Vec<HostKey> = {
+            let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            let moved: Vec<String> = cat
+                .failed_in
+                .iter()
+                .filter(|(id, (_, digest))| cleared.get(*id).is_none_or(|s| &s.digest != digest))
+                .map(|(id, _)| id.clone())
+                .collect();
+            moved
+                .iter()
+                .filter_map(|id| cat.failed_in.remove(id).map(|(key, _)| key))
+                .collect()
+        };
+        for key in failed_elsewhere {
+            self.retire_host(
+                &sup,
+                &key,
+                None,
+                "a source that failed to load there changed",
+            )
+            .await;
         }
         // A config folder's own package.json dependencies, prepared in the data dir before any
         // file of that folder is imported (install scripts off; D-001).
@@ -540,6 +565,8 @@ impl Catalog {
                 }
                 Err(e) => {
                     let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                    cat.failed_in
+                        .insert(id.clone(), (host_key.clone(), source.digest.clone()));
                     cat.activity.insert(id.clone(), SourceState::LoadFailed);
                     cat.failures
                         .insert(id.clone(), e.clone().for_plugin(id.clone()));
@@ -577,6 +604,50 @@ impl Catalog {
         cat.judge_all(&policy);
         act.tools = cat.tools.values().cloned().collect();
         act
+    }
+
+    /// A local source rolled back to a kept version runs that version (its recorded files,
+    /// bytes from Berth's copies) while its files on disk are still the ones seen at the
+    /// rollback and the person decided nothing newer; otherwise the pin is dropped and the
+    /// files on disk take their normal course.
+    fn apply_pins(&self, fresh: &mut berth_discovery::Discovery, backend: RuntimeKind) {
+        let pins = self.core.with_store(|s| s.pins()).unwrap_or_default();
+        let mut pinned = HashMap::new();
+        for pin in pins {
+            let Some(src) = fresh.sources.iter_mut().find(|s| s.id == pin.source_id) else {
+                continue;
+            };
+            let key = approval::key_for(src, self.core.domain(), backend, &self.core.project_key());
+            let (version, row) = self.core.with_store(|s| {
+                (
+                    s.execution_version(pin.version_id).ok().flatten(),
+                    s.current_approval(&key).ok().flatten(),
+                )
+            });
+            let holds = src.digest == pin.disk_digest
+                && version
+                    .as_ref()
+                    .zip(row.as_ref())
+                    .is_some_and(|(v, r)| r.digest == v.digest);
+            let made = version.zip(row).filter(|_| holds).and_then(|(v, r)| {
+                crate::versions::pinned(
+                    &self.core.options().data_dir,
+                    src,
+                    &v,
+                    approval::capabilities_shown(&r.shown),
+                )
+            });
+            match made {
+                Some((source, kept)) => {
+                    *src = source;
+                    pinned.insert(pin.source_id.clone(), (pin.version_id, kept));
+                }
+                None => {
+                    let _ = self.core.with_store(|s| s.unpin(&pin.source_id));
+                }
+            }
+        }
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).pinned = pinned;
     }
 
     /// Stops the hosts that imported a plugin held for review (`held`: host → those plugins).
@@ -835,7 +906,25 @@ impl Catalog {
             .iter()
             .map(|(p, d)| (p.display().to_string(), Value::String(d.clone())))
             .collect();
-        Ok(serde_json::json!({ "files": files, "deps": deps }))
+        // A source rolled back to a kept version: its bytes come from Berth's copies.
+        let kept: serde_json::Map<String, Value> = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pinned
+            .get(&source.id)
+            .map(|(_, kept)| {
+                kept.iter()
+                    .map(|(p, c)| {
+                        (
+                            p.display().to_string(),
+                            Value::String(c.display().to_string()),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(serde_json::json!({ "files": files, "deps": deps, "kept": kept }))
     }
 
     /// Imports one tool file in `host` (fresh bytes: the URL carries the content digest).

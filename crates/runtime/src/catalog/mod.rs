@@ -72,6 +72,12 @@ pub(crate) struct CatalogState {
     /// error, a listed file missing for a moment): the version loaded keeps serving, nothing
     /// new of it runs, and the page says so (seed 003 §12: no withdrawal for a read error).
     pub unreadable: HashMap<String, String>,
+    /// Local sources rolled back to a kept version: the files whose bytes the host reads from
+    /// Berth's copies (path → copy), and the execution version that runs.
+    pub pinned: HashMap<String, (i64, BTreeMap<std::path::PathBuf, std::path::PathBuf>)>,
+    /// Where a source's load failed, with the digest it failed with: that host admitted those
+    /// bytes (and may run what they did before failing), so other bytes of it load elsewhere.
+    pub failed_in: HashMap<String, (HostKey, String)>,
 }
 
 /// Everything a loaded source offered, and where it runs.

@@ -164,13 +164,9 @@ async fn deny(
 async fn check_updates(
     berth: tauri::State<'_, Berth>,
     sources: Option<Vec<String>>,
-) -> Result<serde_json::Value, BerthError> {
+) -> Result<berth_runtime::updates::Checks, BerthError> {
     let berth = berth.inner().clone();
-    let results = berth.check_updates(sources.as_deref()).await;
-    let (offers, errors): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
-    let offers: Vec<_> = offers.into_iter().filter_map(Result::ok).collect();
-    let errors: Vec<_> = errors.into_iter().filter_map(Result::err).collect();
-    Ok(serde_json::json!({ "offers": offers, "errors": errors }))
+    Ok(berth.check_updates(sources.as_deref()).await)
 }
 
 /// Updates one npm plugin to the newest version its spec allows (progress in the snapshots).

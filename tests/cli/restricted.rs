@@ -366,3 +366,50 @@ fn hosts_die_with_berth_even_after_kill_9() {
         assert!(left.is_empty(), "{tier}: hosts {left:?} outlived Berth");
     }
 }
+
+/// A restricted local plugin rolled back after a broken edit reads its kept bytes from Berth's
+/// copy inside its boundary (the copy is part of what it may read), under both tiers.
+#[test]
+fn a_restricted_plugin_rolled_back_runs_its_kept_bytes_inside_the_boundary() {
+    for tier in ["bwrap", "landlock"] {
+        let s = Sandbox::new();
+        let env = [("BERTH_SANDBOX_TIER", PathBuf::from(tier))];
+        let cli = |args: &[&str]| {
+            let mut cmd = s.berth(args);
+            cmd.arg("--json");
+            for (k, v) in &env {
+                cmd.env(k, v);
+            }
+            parse_json_output(&cmd.output().unwrap())
+        };
+        let file = s.write(
+            "home/.config/opencode/plugins/kept.js",
+            "export default { id: 'kept', server: async () => ({ tool: { kept_version: { description: 'v', args: {}, async execute() { return 'v1' } } } }) }\n",
+        );
+        assert_eq!(cli(&["policy", "set", "mode", "restricted"]).0, 0);
+        let env_ref: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+        let srv = start_with(&s, "127.0.0.1:0", &env_ref).unwrap();
+        assert_eq!(cli(&["approve", "--all"]).0, 0);
+        let v = wait_for(&srv, "v1 to run restricted", |v| {
+            v["sources"][0]["state"] == "active" && v["hosts"][0]["boundary"] == tier
+        });
+        let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+        assert_eq!(call(&srv, "kept_version", json!({})).2, "v1");
+        std::fs::write(&file, "throw new Error('broken on purpose')\n").unwrap();
+        wait_for(&srv, "the failed load", |v| {
+            v["sources"][0]["state"] == "load-failed"
+        });
+        let (code, r) = srv.post("rollback", &json!({ "source": id }));
+        assert_eq!(
+            code,
+            200,
+            "{tier}: {r} {}",
+            status_of(&srv)["sources"][0]["diagnostics"]
+        );
+        let v = wait_for(&srv, "the kept version to run", |v| {
+            v["sources"][0]["lifecycle"]["pinned"] == true && v["sources"][0]["state"] == "active"
+        });
+        assert_eq!(v["hosts"][0]["boundary"], tier, "{}", v["hosts"]);
+        assert_eq!(call(&srv, "kept_version", json!({})).2, "v1", "{tier}");
+    }
+}

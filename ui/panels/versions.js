@@ -154,16 +154,21 @@ function button(id, action, label, busy, opts, testid) {
 }
 
 function send(id, action, opts) {
-  const entry = { action, phase: 'sending', error: null };
-  sent.set(id, entry);
-  rerender();
   let p;
   try {
     p = Promise.resolve(sendLifecycle(action, id, opts));
   } catch (err) {
     p = Promise.reject(err);
   }
-  p.then((answer) => {
+  track(id, action, p);
+}
+
+/** Keeps what became of `promise` (this page's `action` for source `id`) until it settles. */
+function track(id, action, promise) {
+  const entry = { action, phase: 'sending', error: null };
+  sent.set(id, entry);
+  rerender();
+  promise.then((answer) => {
     if (sent.get(id) !== entry) return;
     // A check's own errors come in its answer.
     const failed = action === 'check' ? arr(obj(answer).errors)[0] : null;
@@ -197,17 +202,13 @@ function renderPolicy(s, u, busy) {
   }));
   select.disabled = busy || !sendPolicy;
   select.addEventListener('change', () => {
-    const entry = { action: 'policy', phase: 'sending', error: null };
-    sent.set(id, entry);
-    Promise.resolve(sendPolicy('updates.' + id, select.value)).then(() => {
-      if (sent.get(id) === entry) sent.delete(id);
-      rerender();
-    }, (err) => {
-      if (sent.get(id) !== entry) return;
-      entry.phase = 'error';
-      entry.error = describeError(err);
-      rerender();
-    });
+    let p;
+    try {
+      p = Promise.resolve(sendPolicy('updates.' + id, select.value));
+    } catch (err) {
+      p = Promise.reject(err);
+    }
+    track(id, 'policy', p);
   });
   return el('p', { className: 'update-policy' }, [
     el('span', { className: 'muted', text: 'Updates: ' }),

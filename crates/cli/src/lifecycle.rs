@@ -16,12 +16,12 @@ pub(crate) fn updates(
     let chosen = (!ids.is_empty()).then_some(ids);
     let mut errors = Vec::new();
     if check {
-        let results = crate::block_on(async {
+        let checks = crate::block_on(async {
             let r = berth.check_updates(chosen).await;
             berth.shutdown_hosts().await;
             r
         })?;
-        errors.extend(results.into_iter().filter_map(Result::err));
+        errors.extend(checks.errors);
         if let (Some(e), true) = (errors.first(), chosen.is_some_and(|c| c.len() == 1)) {
             return Err(e.clone());
         }

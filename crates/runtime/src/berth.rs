@@ -28,7 +28,7 @@ use crate::runtimes::RuntimeKind;
 use crate::secret::Secret;
 use crate::snapshot::{StatusEvent, StatusSnapshot};
 use crate::status::Status;
-use crate::updates::{Offer, Outcome, Updates};
+use crate::updates::{Checks, Outcome, Updates};
 use crate::versions::VersionView;
 use crate::world::{PromptReply, World};
 
@@ -286,7 +286,7 @@ impl Berth {
     // ---- versions and updates ------------------------------------------------------------
 
     /// Asks the registry what the spec of each npm plugin of `ids` (all with `None`) allows now.
-    pub async fn check_updates(&self, ids: Option<&[String]>) -> Vec<Result<Offer, BerthError>> {
+    pub async fn check_updates(&self, ids: Option<&[String]>) -> Checks {
         self.parts.updates.check(ids).await
     }
 

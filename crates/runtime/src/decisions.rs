@@ -139,16 +139,15 @@ impl Decisions {
                 {
                     shown["including_fetch"] = serde_json::Value::Bool(true);
                 }
-                store.record_approval(&NewApproval {
-                    key: &key,
-                    plugin_identity: &s.entry,
+                record(
+                    store,
+                    &key,
+                    s,
                     decision,
-                    digest: &s.digest,
-                    capability_digest: &s.capability_digest,
-                    shown: &shown,
+                    &shown,
                     decided_by,
                     this_project_only,
-                })?;
+                )?;
             }
             Ok(())
         })?;
@@ -207,16 +206,15 @@ impl Decisions {
                     obj.insert(k.clone(), v.clone());
                 }
             }
-            store.record_approval(&NewApproval {
-                key: &key,
-                plugin_identity: &s.entry,
-                decision: Decision::Allow,
-                digest: &s.digest,
-                capability_digest: &s.capability_digest,
-                shown: &shown,
+            record(
+                store,
+                &key,
+                s,
+                Decision::Allow,
+                &shown,
                 decided_by,
                 this_project_only,
-            })?;
+            )?;
             Ok(())
         })?;
         self.status.rescan();
@@ -260,6 +258,30 @@ impl Decisions {
         let mut store = self.core.store();
         store.restore_from(src).map_err(Into::into)
     }
+}
+
+/// Records `decision` for exactly the bytes of `s` with what the person was `shown`.
+fn record(
+    store: &berth_store::Store,
+    key: &berth_store::ApprovalKey,
+    s: &berth_discovery::Source,
+    decision: Decision,
+    shown: &serde_json::Value,
+    decided_by: &str,
+    this_project_only: bool,
+) -> Result<(), berth_store::StoreError> {
+    store
+        .record_approval(&NewApproval {
+            key,
+            plugin_identity: &s.entry,
+            decision,
+            digest: &s.digest,
+            capability_digest: &s.capability_digest,
+            shown,
+            decided_by,
+            this_project_only,
+        })
+        .map(drop)
 }
 
 /// Whether `seen` (a full `sha256:…` digest, or at least 8 hex digits of one) names `digest`.

@@ -293,20 +293,7 @@ pub fn prepare_npm_version(
             "{ \"name\": \"berth-plugin-slot\", \"private\": true }\n",
         )
         .map_err(|e| e.to_string())?;
-        let spec = format!("{name}@{version}");
-        npm_output(
-            &staging,
-            "install",
-            &[
-                "--save-exact",
-                "--omit-lockfile-registry-resolved",
-                "--",
-                &spec,
-            ],
-            budget,
-            true,
-        )
-        .map_err(|e| format!("{e} (installing {spec})"))?;
+        install_spec(&staging, &format!("{name}@{version}"), budget, true)?;
         let pkg = staging.join("node_modules").join(name);
         let got = berth_discovery::resolved_in(&staging, &pkg)
             .ok_or_else(|| format!("npm finished but {} is missing", pkg.display()))?;
@@ -329,6 +316,25 @@ pub fn prepare_npm_version(
     })?;
     tracing::info!(%name, %version, path = %target.display(), "npm plugin version prepared");
     Ok(target)
+}
+
+/// `npm install` of exactly `spec` into the slot `dir` (its lockfile records no registry URL).
+/// The spec comes after `--`: it can never be read as an option.
+fn install_spec(dir: &Path, spec: &str, budget: Duration, background: bool) -> Result<(), String> {
+    npm_output(
+        dir,
+        "install",
+        &[
+            "--save-exact",
+            "--omit-lockfile-registry-resolved",
+            "--",
+            spec,
+        ],
+        budget,
+        background,
+    )
+    .map(drop)
+    .map_err(|e| format!("{e} (installing {spec})"))
 }
 
 /// The niceness of an update's background work (npm, and the hashing and reading around it):
@@ -535,19 +541,7 @@ pub fn prepare_npm_plugin(
     } else {
         format!("{name}@{request}")
     };
-    // The user's spec after `--`: it can never be read as an option.
-    run_npm(
-        &dir,
-        "install",
-        &[
-            "--save-exact",
-            "--omit-lockfile-registry-resolved",
-            "--",
-            &spec,
-        ],
-        budget,
-    )
-    .map_err(|e| failed(format!("{e} (installing {spec})")))?;
+    install_spec(&dir, &spec, budget, false).map_err(failed)?;
     if local {
         // The package's own name is only known now: record it for discovery.
         let slot: serde_json::Value = serde_json::from_str(

@@ -44,6 +44,27 @@ pub struct Offer {
     pub checked_at_ms: i64,
 }
 
+/// What one check of several plugins found: an offer per plugin checked, and the plugins whose
+/// check failed (the others were checked).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Checks {
+    pub offers: Vec<Offer>,
+    pub errors: Vec<BerthError>,
+}
+
+impl Checks {
+    fn of(results: Vec<Result<Offer, BerthError>>) -> Checks {
+        let mut c = Checks::default();
+        for r in results {
+            match r {
+                Ok(o) => c.offers.push(o),
+                Err(e) => c.errors.push(e),
+            }
+        }
+        c
+    }
+}
+
 /// One version the registry offers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Candidate {
@@ -80,7 +101,7 @@ pub(crate) struct Updates {
 impl Updates {
     /// Checks the npm plugins `ids` (all of them with `None`) against the registry now.
     /// A plugin whose check failed is an error in the list; the others are checked.
-    pub async fn check(&self, ids: Option<&[String]>) -> Vec<Result<Offer, BerthError>> {
+    pub async fn check(&self, ids: Option<&[String]>) -> Checks {
         let scan = self.core.fresh_scan();
         let chosen: Vec<Source> = scan
             .sources
@@ -98,7 +119,7 @@ impl Updates {
             out.push(self.check_one(s).await);
         }
         self.status.rescan();
-        out
+        Checks::of(out)
     }
 
     async fn check_one(&self, source: &Source) -> Result<Offer, BerthError> {
@@ -308,19 +329,7 @@ impl Updates {
             .core
             .with_store(|s| s.execution_versions(id, backend, 100))?;
         let current = versions.first().cloned();
-        let target = match to {
-            Some(v) => versions.iter().find(|x| x.id == v).cloned(),
-            None => versions.iter().find(|x| x.digest != source.digest).cloned(),
-        }
-        .ok_or_else(|| {
-            BerthError::new(
-                code::INVALID_ARGUMENTS,
-                "rollback",
-                format!("{id} has no earlier version that ran here"),
-                "list its versions with `berth versions`",
-            )
-            .for_plugin(id.to_string())
-        })?;
+        let target = pick_target(&versions, to, &source.digest, id)?;
         let install = crate::versions::recoverable(&self.core.options().data_dir, &target.record)
             .map_err(|why| {
             BerthError::new(
@@ -417,19 +426,7 @@ impl Updates {
             .core
             .with_store(|s| s.execution_versions(id, name, 100))?;
         let current = versions.first().cloned();
-        let target = match to {
-            Some(v) => versions.iter().find(|x| x.id == v).cloned(),
-            None => versions.iter().find(|x| x.digest != source.digest).cloned(),
-        }
-        .ok_or_else(|| {
-            BerthError::new(
-                code::INVALID_ARGUMENTS,
-                "rollback",
-                format!("{id} has no earlier version that ran here (its files on disk are the version that ran last)"),
-                "list its versions with `berth versions`",
-            )
-            .for_plugin(id.to_string())
-        })?;
+        let target = pick_target(&versions, to, &source.digest, id)?;
         crate::versions::recoverable(&self.core.options().data_dir, &target.record).map_err(
             |why| {
                 BerthError::new(
@@ -750,6 +747,30 @@ impl Updates {
             tokio::time::sleep(every).await;
         }
     }
+}
+
+/// The version a rollback runs: `to` (an execution version's id), or the newest that ran whose
+/// bytes are not the ones the source has now.
+fn pick_target(
+    versions: &[berth_store::ExecutionVersion],
+    to: Option<i64>,
+    now: &str,
+    id: &str,
+) -> Result<berth_store::ExecutionVersion, BerthError> {
+    match to {
+        Some(v) => versions.iter().find(|x| x.id == v),
+        None => versions.iter().find(|x| x.digest != now),
+    }
+    .cloned()
+    .ok_or_else(|| {
+        BerthError::new(
+            code::INVALID_ARGUMENTS,
+            "rollback",
+            format!("{id} has no earlier version that ran here"),
+            "list its versions with `berth versions`",
+        )
+        .for_plugin(id.to_string())
+    })
 }
 
 /// Who asked for an update: the person, or their update policy (`auto`).

@@ -22,6 +22,11 @@ pub fn blobs_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("versions").join("blobs")
 }
 
+/// Where Berth keeps its copy of the bytes with `digest` (they may not be there).
+pub fn kept_copy(data_dir: &Path, digest: &str) -> PathBuf {
+    blob_path(data_dir, digest)
+}
+
 fn blob_path(data_dir: &Path, digest: &str) -> PathBuf {
     blobs_dir(data_dir).join(digest.trim_start_matches("sha256:"))
 }

@@ -458,11 +458,7 @@ async fn check_updates(State(s): State<AppState>, body: axum::body::Bytes) -> Re
             Err(r) => return r,
         }
     };
-    let results = s.berth.check_updates(body.sources.as_deref()).await;
-    let (offers, errors): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
-    let offers: Vec<_> = offers.into_iter().filter_map(Result::ok).collect();
-    let errors: Vec<_> = errors.into_iter().filter_map(Result::err).collect();
-    Json(serde_json::json!({ "offers": offers, "errors": errors })).into_response()
+    Json(s.berth.check_updates(body.sources.as_deref()).await).into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -477,20 +473,15 @@ struct Change {
 /// Updates one npm plugin (as `berth update`): `{"source": id, "approve_growth"?: bool}` →
 /// `{"update": outcome}`. Its progress is in the snapshots meanwhile.
 async fn update(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
-    let body: Change = match parse_body(
-        &body,
-        "{\"source\": ..}",
-        "{\"source\": \"npm-foo-1d7e648b\"}",
-    ) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let outcome = s.berth.update(&body.source, body.approve_growth).await;
-    answer(outcome.map(|o| serde_json::json!({ "update": o })))
+    change(s, body, false).await
 }
 
 /// Runs an exact earlier version again (as `berth rollback`): `{"source": id, "to"?: N}`.
 async fn rollback(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    change(s, body, true).await
+}
+
+async fn change(s: AppState, body: axum::body::Bytes, rollback: bool) -> Response {
     let body: Change = match parse_body(
         &body,
         "{\"source\": ..}",
@@ -499,7 +490,11 @@ async fn rollback(State(s): State<AppState>, body: axum::body::Bytes) -> Respons
         Ok(b) => b,
         Err(r) => return r,
     };
-    let outcome = s.berth.rollback(&body.source, body.to).await;
+    let outcome = if rollback {
+        s.berth.rollback(&body.source, body.to).await
+    } else {
+        s.berth.update(&body.source, body.approve_growth).await
+    };
     answer(outcome.map(|o| serde_json::json!({ "update": o })))
 }
 

@@ -34,6 +34,15 @@ pub(crate) fn restriction_for(core: &Core, source: &Source, policy: &Effective) 
     let _ = std::fs::create_dir_all(home.join(".cache"));
     let mut read: Vec<PathBuf> = source.manifest.files.keys().cloned().collect();
     read.extend(source.manifest.trees.keys().cloned());
+    // Berth's copies of these exact bytes, where a rolled-back source reads them from.
+    read.extend(
+        source
+            .manifest
+            .files
+            .values()
+            .map(|d| crate::versions::kept_copy(&options.data_dir, d))
+            .filter(|c| c.is_file()),
+    );
     match (&source.npm, source.kind) {
         (Some(npm), SourceKind::NpmPlugin) => read.push(berth_discovery::npm_install_dir(
             &options.packages_dir(),

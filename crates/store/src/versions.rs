@@ -44,6 +44,18 @@ pub struct Pin {
 }
 
 impl Store {
+    /// Runs `f` in one transaction (one write to the log for all it records); rolled back if
+    /// `f` fails.
+    pub fn in_one_transaction<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        let out = f(self)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(out)
+    }
+
     /// Pins `source_id` to execution version `version_id` while its files on disk are
     /// `disk_digest` (replacing an earlier pin).
     pub fn pin(

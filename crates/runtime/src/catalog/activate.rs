@@ -337,6 +337,9 @@ impl Catalog {
             }
         }
         let mut newly_loaded_plugins = 0usize;
+        // The versions that start running in this pass, recorded together after it.
+        let mut ran: Vec<(&berth_discovery::Source, String, berth_store::Contributions)> =
+            Vec::new();
         // Hosts that imported a plugin held for review, with those plugins.
         let mut held: BTreeMap<HostKey, Vec<String>> = BTreeMap::new();
         // Plugins whose bytes were never loaded first (what they register is not known yet: one
@@ -536,7 +539,7 @@ impl Catalog {
                     let _ = self.core.with_store(|s| {
                         s.record_active_contributions(&id, &key.backend, &source.digest, &observed)
                     });
-                    self.record_version(source, &key.backend, backend, &observed);
+                    ran.push((source, key.backend.clone(), observed.clone()));
                     let policy = self.policy.current();
                     let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     host.loaded
@@ -577,6 +580,7 @@ impl Catalog {
             }
         }
         self.retire_held(&sup, &mut held).await;
+        self.record_versions(&ran, backend);
         // After every plugin is constructed, all `config` hooks run once over the merged config,
         // in plugin order (OpenCode only logs their failures).
         if newly_loaded_plugins > 0 {
@@ -707,82 +711,87 @@ impl Catalog {
         sup.replace(key, &cancel_now, grace, why).await;
     }
 
-    /// The execution version that runs now (seed 003 §4): its facts recorded the first time
-    /// these bytes run here, its bytes kept (local files, content-addressed), and why it runs.
-    fn record_version(
+    /// The execution versions that started running (seed 003 §4): each one's facts recorded the
+    /// first time its bytes run here, its bytes kept (local files, content-addressed), and why
+    /// it runs — all in one store transaction.
+    fn record_versions(
         &self,
-        source: &berth_discovery::Source,
-        backend_name: &str,
+        ran: &[(&berth_discovery::Source, String, berth_store::Contributions)],
         backend: RuntimeKind,
-        observed: &berth_store::Contributions,
     ) {
+        if ran.is_empty() {
+            return;
+        }
         let data_dir = &self.core.options().data_dir;
-        let current = self
+        let runtime_version = self
             .core
-            .with_store(|s| s.execution_versions(&source.id, backend_name, 1))
-            .unwrap_or_default()
-            .into_iter()
-            .next();
-        let asked = self
-            .state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .reasons
-            .remove(&source.id);
-        let why = asked.unwrap_or_else(|| match &current {
-            None => "its first load here".to_string(),
-            Some(c) if c.digest == source.digest => c.why.clone(),
-            Some(_) if source.kind == SourceKind::NpmPlugin => {
-                "its prepared package changed".to_string()
-            }
-            Some(_) => "its files changed on disk".to_string(),
-        });
-        let known = self
-            .core
-            .with_store(|s| s.ran_before(&source.id, backend_name, &source.digest))
-            .unwrap_or(false);
-        let record = if known {
-            // Recorded when it first ran; never rewritten.
-            Value::Null
-        } else {
-            crate::versions::retain(data_dir, source);
-            let install = (source.kind == SourceKind::NpmPlugin)
-                .then_some(source.npm.as_ref())
-                .flatten()
-                .map(|n| {
-                    berth_discovery::npm_install_dir(
-                        &self.core.options().packages_dir(),
-                        &n.name,
-                        &n.request,
-                    )
-                });
-            let version = self
-                .core
-                .runtimes()
-                .iter()
-                .find(|r| r.name == backend)
-                .and_then(|r| r.version.clone());
-            crate::versions::record(
-                source,
-                install.as_deref(),
-                (backend_name, version.as_deref()),
-                observed,
-            )
+            .runtimes()
+            .iter()
+            .find(|r| r.name == backend)
+            .and_then(|r| r.version.clone());
+        let asked: HashMap<String, String> = {
+            let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            ran.iter()
+                .filter_map(|(s, _, _)| cat.reasons.remove(&s.id).map(|w| (s.id.clone(), w)))
+                .collect()
         };
-        let label = source
-            .npm
-            .as_ref()
-            .and_then(|n| n.resolved.as_ref())
-            .map(|r| r.version.clone());
-        let _ = self.core.with_store(|s| {
-            s.record_execution(
-                &source.id,
-                backend_name,
-                &source.digest,
-                label.as_deref(),
-                &record,
-                &why,
-            )
+        let _ = self.core.with_store(|store| {
+            store.in_one_transaction(|store| {
+                for (source, backend_name, observed) in ran {
+                    let current = store
+                        .execution_versions(&source.id, backend_name, 1)?
+                        .into_iter()
+                        .next();
+                    let why = asked
+                        .get(&source.id)
+                        .cloned()
+                        .unwrap_or_else(|| match &current {
+                            None => "its first load here".to_string(),
+                            Some(c) if c.digest == source.digest => c.why.clone(),
+                            Some(_) if source.kind == SourceKind::NpmPlugin => {
+                                "its prepared package changed".to_string()
+                            }
+                            Some(_) => "its files changed on disk".to_string(),
+                        });
+                    let record = if store.ran_before(&source.id, backend_name, &source.digest)? {
+                        // Recorded when it first ran; never rewritten.
+                        Value::Null
+                    } else {
+                        crate::versions::retain(data_dir, source);
+                        let install = source
+                            .npm
+                            .as_ref()
+                            .filter(|_| source.kind == SourceKind::NpmPlugin)
+                            .map(|n| {
+                                berth_discovery::npm_install_dir(
+                                    &self.core.options().packages_dir(),
+                                    &n.name,
+                                    &n.request,
+                                )
+                            });
+                        crate::versions::record(
+                            source,
+                            install.as_deref(),
+                            (backend_name, runtime_version.as_deref()),
+                            observed,
+                        )
+                    };
+                    let label = source
+                        .npm
+                        .as_ref()
+                        .and_then(|n| n.resolved.as_ref())
+                        .map(|r| r.version.clone());
+                    store.record_execution(
+                        &source.id,
+                        backend_name,
+                        &source.digest,
+                        label.as_deref(),
+                        &record,
+                        &why,
+                    )?;
+                }
+                Ok(())
+            })
         });
     }
 

@@ -94,7 +94,9 @@ export const isAsking = (s) => obj(s).state === 'pending-approval' || obj(s).sta
 /** A source's name, as its card shows it. */
 export function sourceName(s) {
   const k = str(s.kind);
-  if (k === 'npm-plugin' || category(s) === 'mcp') return str(s.entry) || str(s.spec) || str(s.id);
+  // An npm plugin by its package (its entry file's path changes with every version prepared).
+  if (k === 'npm-plugin') return str(obj(s.npm).name) || str(s.spec) || str(s.entry) || str(s.id);
+  if (category(s) === 'mcp') return str(s.entry) || str(s.spec) || str(s.id);
   const tools = arr(obj(s.capabilities).tools);
   if (isTool(s) && tools.length === 1) return str(tools[0]);
   return basename(s.entry) || str(s.id);

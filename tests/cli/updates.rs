@@ -235,7 +235,7 @@ fn a_spec_never_takes_a_version_outside_it() {
 
 #[test]
 fn the_update_policy_lets_a_running_berth_check_and_take_versions_on_its_own() {
-    use crate::serve::{start_with, wait_for};
+    use crate::serve::{start_with, status_of, wait_for};
     let t = Setup::new("berth-update-probe@latest", &["berth-update-probe@1.0.0"]);
     let id = t.id();
     assert_eq!(t.run(&["approve", "--including-fetch", &id]).0, 0);
@@ -288,6 +288,48 @@ fn the_update_policy_lets_a_running_berth_check_and_take_versions_on_its_own() {
     assert_eq!(
         v["sources"][0]["lifecycle"]["current"]["why"],
         "updated from 1.0.0 to 1.1.0 (your update policy is auto)"
+    );
+    let (code, r) = srv.post(
+        "invoke",
+        &serde_json::json!({ "tool": "probe_version", "args": {} }),
+    );
+    assert_eq!(
+        (code, r["output"].as_str()),
+        (200, Some("berth-update-probe 1.1.0"))
+    );
+    // A version that fails to load is taken once; after the rollback it is never taken again.
+    t.reg
+        .publish_at("berth-update-probe@1.2.0", "2026-01-02T00:00:00.000Z");
+    let v = wait_for(&srv, "the automatic update to fail", |v| {
+        updates(v)["failed_versions"] == serde_json::json!(["1.2.0"])
+    });
+    assert_eq!(
+        v["sources"][0]["state"], "load-failed",
+        "{}",
+        v["sources"][0]
+    );
+    let (code, r) = srv.post("rollback", &serde_json::json!({ "source": id }));
+    assert_eq!(code, 200, "{r}");
+    let checked = updates(&status_of(&srv))["checked_at_ms"].as_i64().unwrap();
+    let v = wait_for(&srv, "three more checks", |v| {
+        updates(v)["checked_at_ms"].as_i64() > Some(checked + 2500)
+    });
+    assert_eq!(updates(&v)["offer"]["available"]["version"], "1.2.0");
+    // Decisions by the policy: 1.1.0, then 1.2.0 — and none after the rollback.
+    let auto = |v: &serde_json::Value| {
+        v["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["decided_by"] == "auto-update")
+            .count()
+    };
+    let (_, approvals) = t.run(&["approvals"]);
+    assert_eq!(auto(&approvals), 2, "{approvals}");
+    let v = status_of(&srv);
+    assert_eq!(
+        v["sources"][0]["state"], "active",
+        "the broken version was taken again"
     );
     let (code, r) = srv.post(
         "invoke",

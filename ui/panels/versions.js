@@ -81,6 +81,9 @@ function renderUpdates(s, u) {
       available.integrity
         ? el('span', { className: 'mono muted update-integrity', title: str(available.integrity), text: ' ' + str(available.integrity).slice(0, 19) + '\u2026' })
         : el('span', { className: 'diag-code', text: ' no integrity: it will not be taken' }),
+      arr(u.failed_versions).map(str).includes(str(available.version))
+        ? el('span', { className: 'diag-code', testid: 'update-failed-before', text: ' it failed to load here before: an automatic update never takes it again' })
+        : null,
     ]));
   } else if (num(u.checked_at_ms) !== null) {
     rows.push(el('p', { className: 'muted', testid: 'update-none', text: 'The newest version its spec (' + str(offer.request) + ') allows; checked ' + when(u.checked_at_ms) + (offer.latest && str(offer.latest) !== current ? '. Outside the spec: ' + str(offer.latest) : '') }));

@@ -44,6 +44,7 @@ pub(crate) fn updates(
                 "offer": u.offer,
                 "checked_at_ms": u.checked_at_ms,
                 "progress": u.progress,
+                "failed_versions": u.failed_versions,
                 "rollback_to": u.rollback_to,
             }))
         })

@@ -185,6 +185,9 @@ pub struct UpdatesView {
     pub offer: Option<serde_json::Value>,
     pub checked_at_ms: Option<i64>,
     pub progress: Option<UpdateProgress>,
+    /// Versions that were updated to here and failed to load (an automatic update never takes
+    /// one again; the page says so beside an offer of one).
+    pub failed_versions: Vec<String>,
     /// The execution version a rollback would run (the newest earlier one whose exact bytes are
     /// here), if any.
     pub rollback_to: Option<i64>,

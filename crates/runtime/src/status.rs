@@ -442,10 +442,18 @@ fn updates_view(
     let failed = check
         .as_ref()
         .and_then(|c| serde_json::from_value(c.0["failed"].clone()).ok());
+    let failed_versions: Vec<String> = check
+        .as_ref()
+        .and_then(|c| c.0["failed_versions"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
     let offer = check.as_ref().map(|c| {
         let mut o = c.0.clone();
         if let Some(o) = o.as_object_mut() {
             o.remove("failed");
+            o.remove("failed_versions");
         }
         o
     });
@@ -456,6 +464,7 @@ fn updates_view(
         checked_at_ms: check.as_ref().map(|c| c.1),
         offer,
         progress: progress.or(failed),
+        failed_versions,
         // The newest version that ran whose exact bytes are here and that is not what the spec
         // points at now.
         rollback_to: current

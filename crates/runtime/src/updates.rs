@@ -144,13 +144,57 @@ impl Updates {
             .for_plugin(source.id.clone())
         })?;
         let offer = offer_from(&source.id, source.npm.as_ref(), &answer);
-        let _ = self.core.with_store(|s| {
-            s.record_update_check(
-                &source.id,
-                &serde_json::to_value(&offer).unwrap_or_default(),
-            )
-        });
+        self.keep_check(&offer, None);
         Ok(offer)
+    }
+
+    /// Keeps `offer` as the last check, with `failed` (an update that did not happen) shown
+    /// until the next update or rollback, and every version that failed to load here kept
+    /// across checks (an automatic update never takes one again).
+    fn keep_check(&self, offer: &Offer, failed: Option<&UpdateProgress>) {
+        let before = self
+            .core
+            .with_store(|s| s.update_check(&offer.source_id))
+            .ok()
+            .flatten()
+            .map(|(a, _)| a)
+            .unwrap_or_default();
+        let mut answer = serde_json::to_value(offer).unwrap_or_default();
+        let mut broken: Vec<Value> = before["failed_versions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if let Some(UpdateProgress::Failed {
+            target, code: c, ..
+        }) = failed
+        {
+            // Only a version that was loaded and failed (not one refused before import).
+            if c == code::PLUGIN_FAILED && !broken.iter().any(|v| v == target) {
+                broken.push(json!(target));
+            }
+        }
+        if let Some(o) = answer.as_object_mut() {
+            if let Some(f) = failed {
+                o.insert("failed".into(), serde_json::to_value(f).unwrap_or_default());
+            }
+            o.insert("failed_versions".into(), Value::Array(broken));
+        }
+        let _ = self
+            .core
+            .with_store(|s| s.record_update_check(&offer.source_id, &answer));
+    }
+
+    /// Versions of `id` that failed to load here after an update.
+    fn failed_versions(&self, id: &str) -> Vec<String> {
+        self.core
+            .with_store(|s| s.update_check(id))
+            .ok()
+            .flatten()
+            .and_then(|(a, _)| a["failed_versions"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
     }
 
     /// Updates `id` to the newest version its spec allows now. `approve_growth`: the person saw
@@ -189,7 +233,7 @@ impl Updates {
                     message: e.message.clone(),
                     recovery: e.recovery.clone(),
                 };
-                self.remember_failure(&offer, Some(&failed));
+                self.keep_check(&offer, Some(&failed));
                 self.progress(id, Some(failed));
             }
             Ok(_) => self.progress(id, None),
@@ -657,17 +701,6 @@ impl Updates {
             .unwrap_or_default()
     }
 
-    /// Keeps a failed update with the last check (every process shows it).
-    fn remember_failure(&self, offer: &Offer, failed: Option<&UpdateProgress>) {
-        let mut answer = serde_json::to_value(offer).unwrap_or_default();
-        if let (Some(f), Some(o)) = (failed, answer.as_object_mut()) {
-            o.insert("failed".into(), serde_json::to_value(f).unwrap_or_default());
-        }
-        let _ = self
-            .core
-            .with_store(|s| s.record_update_check(&offer.source_id, &answer));
-    }
-
     fn progress(&self, id: &str, p: Option<UpdateProgress>) {
         {
             let mut cat = self.catalog.state();
@@ -737,7 +770,12 @@ impl Updates {
                     .and_then(|c| c.published.as_deref())
                     .and_then(age_of)
                     .is_some_and(|age| age >= min_age);
-                if mode == "auto" && offer.available.is_some() && old_enough {
+                // A version that failed to load here is never taken again on its own.
+                let failed_before = offer
+                    .available
+                    .as_ref()
+                    .is_some_and(|c| self.failed_versions(&s.id).contains(&c.version));
+                if mode == "auto" && offer.available.is_some() && old_enough && !failed_before {
                     if let Err(e) = self.update_because(&s.id, false, Asked::Policy).await {
                         tracing::warn!(plugin = %s.id, code = e.code, "automatic update not taken: {}", e.message);
                     }

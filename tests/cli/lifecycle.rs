@@ -364,3 +364,61 @@ fn a_local_plugin_whose_edit_fails_to_load_rolls_back_to_its_kept_bytes() {
     });
     assert_eq!(invoke(&srv, "edited_version").1["output"], "v3");
 }
+
+/// An attacker with the person's rights replaces Berth's kept copy of a rolled-back plugin's
+/// bytes: at the next load the host's gate hashes what it read, finds other bytes than the
+/// approved ones and runs none of them.
+#[test]
+fn a_swapped_kept_copy_is_refused_by_the_gate_and_never_runs() {
+    let s = Sandbox::new();
+    let plugins = s.global_config().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let file = plugins.join("kept.js");
+    std::fs::write(&file, "export default { id: 'kept', server: async () => ({ tool: { kept_ping: { description: 'v', args: {}, async execute() { return 'v1' } } } }) }\n").unwrap();
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    assert_eq!(s.run_json(&["approve", "--all"]).0, 0);
+    let v = wait_for(&srv, "v1 to run", |v| tool_names(v) == ["kept_ping"]);
+    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+    std::fs::write(&file, "throw new Error('broken on purpose')\n").unwrap();
+    wait_for(&srv, "the failed load", |v| {
+        v["sources"][0]["state"] == "load-failed"
+    });
+    assert_eq!(
+        srv.post("rollback", &serde_json::json!({ "source": id })).0,
+        200
+    );
+    wait_for(&srv, "the kept version to run", |v| {
+        v["sources"][0]["lifecycle"]["pinned"] == true && v["sources"][0]["state"] == "active"
+    });
+    drop(srv);
+    // The copy the pin reads from, by the digest of the file's approved bytes.
+    let (_, versions) = s.run_json(&["versions", &id]);
+    let kept = &versions["versions"][0]["record"]["retained"]["files"];
+    let digest = kept[file.canonicalize().unwrap().display().to_string()]
+        .as_str()
+        .unwrap_or_else(|| panic!("{kept}"))
+        .to_string();
+    let copy = s
+        .data_dir()
+        .join("versions/blobs")
+        .join(digest.trim_start_matches("sha256:"));
+    let marker = s.root.path().join("SWAPPED-RAN");
+    std::fs::write(
+        &copy,
+        format!("import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\nexport default {{ id: 'kept', server: async () => ({{}}) }}\n", marker.display().to_string()),
+    )
+    .unwrap();
+    let srv = start(&s, "127.0.0.1:0").unwrap();
+    let v = wait_for(&srv, "the refused load", |v| {
+        v["sources"][0]["state"] == "load-failed"
+    });
+    assert!(
+        v["sources"][0]["diagnostics"]
+            .to_string()
+            .contains("changed since it was approved"),
+        "{}",
+        v["sources"][0]["diagnostics"]
+    );
+    assert!(tool_names(&v).is_empty(), "{v}");
+    assert!(!marker.exists(), "the swapped bytes ran");
+}

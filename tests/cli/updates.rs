@@ -233,6 +233,26 @@ fn a_spec_never_takes_a_version_outside_it() {
     );
 }
 
+/// What the probe's tool answers through the running server.
+fn served(srv: &crate::serve::Serving) -> String {
+    let (code, r) = srv.post(
+        "invoke",
+        &serde_json::json!({ "tool": "probe_version", "args": {} }),
+    );
+    assert_eq!(code, 200, "{r}");
+    r["output"].as_str().unwrap_or_default().to_string()
+}
+
+/// The status once the running server has checked for updates `n` more times (one a second).
+fn later_checks(srv: &crate::serve::Serving, n: i64) -> serde_json::Value {
+    let at =
+        |v: &serde_json::Value| v["sources"][0]["lifecycle"]["updates"]["checked_at_ms"].as_i64();
+    let checked = at(&crate::serve::status_of(srv)).unwrap_or(0);
+    crate::serve::wait_for(srv, &format!("{n} more checks"), |v| {
+        at(v) > Some(checked + (n - 1) * 1000 + 500)
+    })
+}
+
 #[test]
 fn the_update_policy_lets_a_running_berth_check_and_take_versions_on_its_own() {
     use crate::serve::{start_with, status_of, wait_for};
@@ -272,10 +292,7 @@ fn the_update_policy_lets_a_running_berth_check_and_take_versions_on_its_own() {
     // auto with a minimum age of one hour: a version published a moment ago is not taken.
     set("update-age", "1");
     set("updates", "auto");
-    let checked = updates(&v)["checked_at_ms"].as_i64().unwrap();
-    let v = wait_for(&srv, "two more checks", |v| {
-        updates(v)["checked_at_ms"].as_i64() > Some(checked + 1500)
-    });
+    let v = later_checks(&srv, 2);
     assert_eq!(
         current(&v),
         "1.0.0",
@@ -289,14 +306,7 @@ fn the_update_policy_lets_a_running_berth_check_and_take_versions_on_its_own() {
         v["sources"][0]["lifecycle"]["current"]["why"],
         "updated from 1.0.0 to 1.1.0 (your update policy is auto)"
     );
-    let (code, r) = srv.post(
-        "invoke",
-        &serde_json::json!({ "tool": "probe_version", "args": {} }),
-    );
-    assert_eq!(
-        (code, r["output"].as_str()),
-        (200, Some("berth-update-probe 1.1.0"))
-    );
+    assert_eq!(served(&srv), "berth-update-probe 1.1.0");
     // A version that fails to load is taken once; after the rollback it is never taken again.
     t.reg
         .publish_at("berth-update-probe@1.2.0", "2026-01-02T00:00:00.000Z");
@@ -310,10 +320,7 @@ fn the_update_policy_lets_a_running_berth_check_and_take_versions_on_its_own() {
     );
     let (code, r) = srv.post("rollback", &serde_json::json!({ "source": id }));
     assert_eq!(code, 200, "{r}");
-    let checked = updates(&status_of(&srv))["checked_at_ms"].as_i64().unwrap();
-    let v = wait_for(&srv, "three more checks", |v| {
-        updates(v)["checked_at_ms"].as_i64() > Some(checked + 2500)
-    });
+    let v = later_checks(&srv, 3);
     assert_eq!(updates(&v)["offer"]["available"]["version"], "1.2.0");
     // Decisions by the policy: 1.1.0, then 1.2.0 — and none after the rollback.
     let auto = |v: &serde_json::Value| {
@@ -331,14 +338,7 @@ fn the_update_policy_lets_a_running_berth_check_and_take_versions_on_its_own() {
         v["sources"][0]["state"], "active",
         "the broken version was taken again"
     );
-    let (code, r) = srv.post(
-        "invoke",
-        &serde_json::json!({ "tool": "probe_version", "args": {} }),
-    );
-    assert_eq!(
-        (code, r["output"].as_str()),
-        (200, Some("berth-update-probe 1.1.0"))
-    );
+    assert_eq!(served(&srv), "berth-update-probe 1.1.0");
 }
 
 #[test]

@@ -2,11 +2,21 @@
 //! port with chosen fixture versions visible, driven through its control API, killed on drop.
 //! It owns only that child; it must not reach any other host or registry.
 
+#![allow(dead_code)] // `berth-bench` uses part of it.
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use super::repo_root;
+/// The repository (this file is shared by the CLI's tests and `berth-bench`, both in
+/// `crates/cli`).
+fn repo_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf()
+}
 
 pub struct Registry {
     pub port: u16,
@@ -51,6 +61,11 @@ impl Registry {
             _stdin: stdin,
             _stdout: stdout,
         }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The registry URL as npm wants it (`npm_config_registry`).

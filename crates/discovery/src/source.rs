@@ -246,6 +246,16 @@ pub struct NpmRef {
     pub resolved: Option<Resolved>,
 }
 
+impl NpmRef {
+    /// Whether the request names a registry version, range or tag (not a `file:` folder or a
+    /// URL, which have no registry to update from).
+    pub fn from_registry(&self) -> bool {
+        !self.request.starts_with("file:")
+            && self.request != self.name
+            && !self.request.contains("://")
+    }
+}
+
 /// The exact package a request was prepared as.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Resolved {

@@ -405,9 +405,10 @@ fn lifecycle_of(
     let mut views = crate::versions::views(data_dir, &rows, false).into_iter();
     let current = views.next();
     let history: Vec<_> = views.collect();
-    let from_registry = source.npm.as_ref().is_some_and(|n| {
-        !n.request.starts_with("file:") && n.request != n.name && !n.request.contains("://")
-    });
+    let from_registry = source
+        .npm
+        .as_ref()
+        .is_some_and(berth_discovery::NpmRef::from_registry);
     let updates = (source.kind == berth_discovery::SourceKind::NpmPlugin && from_registry)
         .then(|| updates_view(store, source, policy, progress, &current, &history));
     // The newest version that ran whose exact bytes are here and that is not on disk now.

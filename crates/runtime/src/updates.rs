@@ -858,7 +858,7 @@ fn not_npm(id: &str) -> BerthError {
 /// a URL has no registry to update from).
 fn registry_spec(source: &Source) -> Result<&berth_discovery::NpmRef, BerthError> {
     let npm = source.npm.as_ref().ok_or_else(|| not_npm(&source.id))?;
-    if npm.request.starts_with("file:") || npm.request == npm.name || npm.request.contains("://") {
+    if !npm.from_registry() {
         return Err(BerthError::new(
             code::UNSUPPORTED,
             "update",

@@ -10,9 +10,8 @@
 //!   times, against the same figure without a preparation just before and after each; and the
 //!   floor: the same install by npm alone at the same background priority.
 
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,68 +19,20 @@ use berth_runtime::{Berth, Decision};
 
 use super::{pct, Figures};
 
-struct Registry {
-    child: Child,
-    url: String,
-}
+#[path = "../../../../../tests/support/registry.rs"]
+mod registry;
+use registry::Registry;
 
-impl Registry {
-    fn start(visible: &[&str]) -> Registry {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .nth(2)
-            .unwrap();
-        let mut child = Command::new("node")
-            .arg(repo.join("tests/support/registry.mjs"))
-            .arg("--root")
-            .arg(repo.join("fixtures/registry"))
-            .arg("--visible")
-            .arg(visible.join(","))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("node runs the test registry");
-        // It stands in for a registry elsewhere on the network: its CPU is not this machine's
-        // to share with the hosts, so it runs at the lowest priority.
-        let _ = Command::new("renice")
-            .args(["-n", "19", "-p", &child.id().to_string()])
-            .stdout(Stdio::null())
-            .status();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = serde_json::from_str::<serde_json::Value>(&line).unwrap()["port"]
-            .as_u64()
-            .unwrap();
-        Registry {
-            child,
-            url: format!("http://127.0.0.1:{port}/"),
-        }
-    }
-
-    fn publish(&self, spec: &str) {
-        let body = serde_json::json!({ "spec": spec }).to_string();
-        let host = self.url.trim_start_matches("http://").trim_end_matches('/');
-        let mut s = std::net::TcpStream::connect(host).unwrap();
-        use std::io::{Read, Write};
-        write!(
-            s,
-            "POST /-/berth/publish HTTP/1.1\r\nHost: {host}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).unwrap();
-        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
-    }
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The test registry with `visible` published. It stands in for a registry elsewhere on the
+/// network: its CPU is not this machine's to share with the hosts, so it runs at the lowest
+/// priority.
+fn start_registry(visible: &[&str]) -> Registry {
+    let reg = Registry::start(visible);
+    let _ = Command::new("renice")
+        .args(["-n", "19", "-p", &reg.pid().to_string()])
+        .stdout(Stdio::null())
+        .status();
+    reg
 }
 
 fn berth_on(root: &Path, plugins: &[&str], locals: usize) -> Berth {
@@ -125,10 +76,10 @@ fn npm_id(berth: &Berth, name: &str) -> String {
 type Answer = (Instant, Option<String>);
 
 pub(super) fn run(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime) {
-    let reg = Registry::start(&["berth-update-probe@1.0.0", "berth-update-heavy@1.0.0"]);
+    let reg = start_registry(&["berth-update-probe@1.0.0", "berth-update-heavy@1.0.0"]);
     // SAFETY: set before any thread of this section runs npm.
     unsafe {
-        std::env::set_var("npm_config_registry", &reg.url);
+        std::env::set_var("npm_config_registry", reg.url());
         std::env::set_var("npm_config_update_notifier", "false");
     }
     downtime(f, tmp, rt, &reg);

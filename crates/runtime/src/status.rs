@@ -7,6 +7,7 @@
 //! plugin, an install or a hook; reading the status never does.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use berth_discovery::{Scanner, SourceState};
@@ -26,8 +27,36 @@ pub(crate) struct Status {
     policy: Arc<Governor>,
     /// Per-file parse cache lives here, so rescans only re-read what changed.
     scanner: Mutex<Scanner>,
-    /// Content fingerprint of the current snapshot, to publish only real changes.
-    fingerprint: Mutex<String>,
+    /// What the current snapshot was made from, to publish only real, newer changes.
+    published: Mutex<Published>,
+    /// Numbers the rescans in the order they start reading.
+    started: AtomicU64,
+}
+
+/// The fingerprint of the published snapshot and the rescan it came from. Rescans run on
+/// several threads (the watcher, a decision, an activation); one that started reading earlier
+/// and finishes later holds older facts and must not replace a newer snapshot — the page
+/// would show a tool withdrawn while its source still reads approved.
+#[derive(Default)]
+struct Published {
+    fingerprint: String,
+    generation: u64,
+}
+
+impl Published {
+    /// Whether the rescan numbered `generation`, which computed `fingerprint`, is installed:
+    /// it is newer than the one installed and it changed something.
+    fn accept(&mut self, generation: u64, fingerprint: String) -> bool {
+        if generation < self.generation {
+            return false;
+        }
+        self.generation = generation;
+        if self.fingerprint == fingerprint {
+            return false;
+        }
+        self.fingerprint = fingerprint;
+        true
+    }
 }
 
 impl Status {
@@ -44,12 +73,14 @@ impl Status {
             catalog,
             policy,
             scanner,
-            fingerprint: Mutex::new(String::new()),
+            published: Mutex::new(Published::default()),
+            started: AtomicU64::new(1),
         }
     }
 
     /// Re-reads the config graph and publishes an event if anything changed.
     pub fn rescan(&self) -> Option<StatusEvent> {
+        let generation = self.started.fetch_add(1, Ordering::SeqCst);
         let o = &self.core.options;
         let discovery = {
             let mut scanner = self.scanner.lock().unwrap_or_else(|p| p.into_inner());
@@ -258,11 +289,10 @@ impl Status {
             .to_string()
             .as_bytes(),
         );
-        let mut fp = self.fingerprint.lock().unwrap_or_else(|p| p.into_inner());
-        if *fp == fingerprint {
+        let mut published = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        if !published.accept(generation, fingerprint) {
             return None;
         }
-        *fp = fingerprint;
         let old = self.core.status();
         let (notices, prompts) = {
             let w = self.world.state();
@@ -299,7 +329,7 @@ impl Status {
         });
         let diff = SnapshotDiff::between(&old, &snapshot);
         let event = self.install(snapshot, diff);
-        drop(fp);
+        drop(published);
         tracing::info!(
             revision = event.revision,
             added = event.diff.added.len(),
@@ -314,7 +344,7 @@ impl Status {
     /// on the current snapshot, without rescanning anything.
     pub(crate) fn publish_world_now(&self) {
         // The same lock as `rescan`, so neither overwrites the other's newer snapshot.
-        let _fp = self.fingerprint.lock().unwrap_or_else(|p| p.into_inner());
+        let _published = self.published.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.core.status();
         let (notices, prompts) = {
             let w = self.world.state();
@@ -330,7 +360,7 @@ impl Status {
         self.install(Arc::new(next), SnapshotDiff::default());
     }
 
-    /// Makes `snapshot` the current one and publishes it (the caller holds the fingerprint
+    /// Makes `snapshot` the current one and publishes it (the caller holds the `published`
     /// lock, so snapshots are installed in revision order).
     fn install(&self, snapshot: Arc<StatusSnapshot>, diff: SnapshotDiff) -> StatusEvent {
         let event = StatusEvent {
@@ -473,5 +503,26 @@ fn updates_view(
             .chain(history.iter())
             .find(|v| v.recoverable && v.digest != source.digest)
             .map(|v| v.id),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Published;
+
+    #[test]
+    fn a_rescan_that_started_earlier_never_replaces_a_newer_snapshot() {
+        let mut p = Published::default();
+        // Rescan 2 (tool active) finishes first; rescan 1 (read before the activation)
+        // finishes after it and is refused.
+        assert!(p.accept(2, "active".into()));
+        assert!(!p.accept(1, "stale".into()));
+        assert_eq!(p.fingerprint, "active");
+        // The same facts again publish nothing; newer different facts do.
+        assert!(!p.accept(3, "active".into()));
+        assert!(p.accept(4, "withdrawn".into()));
+        // Negative control: in start order every different result is installed.
+        let mut q = Published::default();
+        assert!(q.accept(1, "stale".into()) && q.accept(2, "active".into()));
     }
 }

@@ -29,6 +29,7 @@ async fn more_calls_than_the_queue_allows_are_refused_with_overloaded() {
                     serde_json::json!({}),
                     None,
                     Some(Duration::from_millis(1500)),
+                    Default::default(),
                 )
                 .await
             })
@@ -61,12 +62,19 @@ async fn after_a_host_dies_other_tools_keep_answering_and_nothing_runs_twice() {
             serde_json::json!({ "file": counter }),
             None,
             None,
+            Default::default(),
         )
     };
     assert_eq!(count().await.unwrap().output.as_deref(), Some("counted"));
 
     let r = berth
-        .invoke("faults_exits", serde_json::json!({}), None, None)
+        .invoke(
+            "faults_exits",
+            serde_json::json!({}),
+            None,
+            None,
+            Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(r.error.unwrap().code, "worker-lost");
@@ -82,6 +90,7 @@ async fn after_a_host_dies_other_tools_keep_answering_and_nothing_runs_twice() {
             serde_json::json!({}),
             None,
             Some(Duration::from_millis(100)),
+            Default::default(),
         )
         .await
         .unwrap();
@@ -110,6 +119,7 @@ async fn assert_answers(berth: &Berth, dir: &std::path::Path) {
             serde_json::json!({ "file": counter }),
             None,
             None,
+            Default::default(),
         )
         .await
         .unwrap();
@@ -141,18 +151,28 @@ async fn late_duplicate_and_unknown_frames_are_dropped_and_counted() {
             serde_json::json!({}),
             None,
             None,
+            Default::default(),
         )
         .await
         .unwrap();
     assert_eq!(r.status.as_str(), "completed");
     let r = berth
-        .invoke("forges-frames_ok", serde_json::json!({}), None, None)
+        .invoke(
+            "forges-frames_ok",
+            serde_json::json!({}),
+            None,
+            None,
+            Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(r.output.as_deref(), Some("ok"), "the host keeps serving");
     // The late duplicate follows the real result by 50 ms: wait (bounded) until it is counted.
     let host = berth
-        .host_for_bench(berth_runtime::runtimes::RuntimeKind::Node)
+        .host_for_bench(
+            berth_runtime::runtimes::RuntimeKind::Node,
+            berth_runtime::catalog::BenchHost::Live,
+        )
         .await;
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     while host.info().dropped_frames < 2 && std::time::Instant::now() < deadline {
@@ -164,7 +184,13 @@ async fn late_duplicate_and_unknown_frames_are_dropped_and_counted() {
         "the unknown-id and the late duplicate frame are dropped and counted"
     );
     let r = berth
-        .invoke("forges-frames_ok", serde_json::json!({}), None, None)
+        .invoke(
+            "forges-frames_ok",
+            serde_json::json!({}),
+            None,
+            None,
+            Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(r.output.as_deref(), Some("ok"), "and nothing else changed");
@@ -178,12 +204,24 @@ async fn garbage_on_the_channel_ends_that_host_and_the_next_call_gets_a_new_one(
     let berth = berth_with(dir.path(), "forges-frames.js");
     std::env::remove_var("BERTH_BUN");
     let r = berth
-        .invoke("forges-frames_garbage", serde_json::json!({}), None, None)
+        .invoke(
+            "forges-frames_garbage",
+            serde_json::json!({}),
+            None,
+            None,
+            Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(r.error.map(|e| e.code), Some("worker-lost".to_string()));
     let r = berth
-        .invoke("forges-frames_ok", serde_json::json!({}), None, None)
+        .invoke(
+            "forges-frames_ok",
+            serde_json::json!({}),
+            None,
+            None,
+            Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(r.output.as_deref(), Some("ok"));
@@ -197,7 +235,13 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
     let mut codes = Vec::new();
     for _ in 0..4 {
         let r = berth
-            .invoke("faults_exits", serde_json::json!({}), None, None)
+            .invoke(
+                "faults_exits",
+                serde_json::json!({}),
+                None,
+                None,
+                Default::default(),
+            )
             .await;
         codes.push(match r {
             Ok(r) => r.error.map(|e| e.code).unwrap_or_default(),
@@ -258,7 +302,15 @@ async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_r
     std::fs::write(&file, says("one")).unwrap();
     let berth = support::open_project(dir.path(), &[]);
     berth.decide(None, Decision::Allow, "cli", false).unwrap();
-    let call = || berth.invoke("says", serde_json::json!({}), None, None);
+    let call = || {
+        berth.invoke(
+            "says",
+            serde_json::json!({}),
+            None,
+            None,
+            Default::default(),
+        )
+    };
     let bun = berth_runtime::runtimes::RuntimeKind::Bun;
     assert_eq!(call().await.unwrap().output.as_deref(), Some("one"));
 
@@ -272,9 +324,17 @@ async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_r
 
     // A change while a call is in flight: that call ends on the old host with the old word, the
     // next call runs the new one, and the old host stops once it has nothing left to do.
-    let old = berth.host_for_bench(bun).await;
+    let old = berth
+        .host_for_bench(bun, berth_runtime::catalog::BenchHost::Live)
+        .await;
     let (slow, fresh) = tokio::join!(
-        berth.invoke("says_slow", serde_json::json!({ "ms": 1500 }), None, None),
+        berth.invoke(
+            "says_slow",
+            serde_json::json!({ "ms": 1500 }),
+            None,
+            None,
+            Default::default()
+        ),
         async {
             while old.in_flight() == 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -298,7 +358,7 @@ async fn a_changed_tool_file_answers_with_its_new_definition_also_after_a_host_r
     std::fs::write(&file, says("seven")).unwrap();
     berth.rescan();
     berth
-        .host_for_bench(bun)
+        .host_for_bench(bun, berth_runtime::catalog::BenchHost::Live)
         .await
         .kill("the test replaces the host");
     assert_eq!(call().await.unwrap().output.as_deref(), Some("seven"));
@@ -329,11 +389,20 @@ async fn a_revoked_source_stops_at_once_even_mid_call() {
     berth.decide(None, Decision::Allow, "cli", false).unwrap();
     berth.activate().await;
     let host = berth
-        .host_for_bench(berth_runtime::runtimes::RuntimeKind::Bun)
+        .host_for_bench(
+            berth_runtime::runtimes::RuntimeKind::Bun,
+            berth_runtime::catalog::BenchHost::Live,
+        )
         .await;
     let started = std::time::Instant::now();
     let (slow, revoked_at) = tokio::join!(
-        berth.invoke("says_slow", serde_json::json!({ "ms": 5000 }), None, None),
+        berth.invoke(
+            "says_slow",
+            serde_json::json!({ "ms": 5000 }),
+            None,
+            None,
+            Default::default()
+        ),
         async {
             while host.in_flight() == 0 {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -407,13 +476,17 @@ async fn a_caller_that_gives_up_on_a_blocked_tool_has_it_killed_after_the_grace(
     let berth = berth_with_faults(dir.path());
     berth.activate().await;
     let host = berth
-        .host_for_bench(berth_runtime::runtimes::RuntimeKind::Bun)
+        .host_for_bench(
+            berth_runtime::runtimes::RuntimeKind::Bun,
+            berth_runtime::catalog::BenchHost::Live,
+        )
         .await;
     let call = berth.invoke(
         "faults_spins",
         serde_json::json!({}),
         None,
         Some(Duration::from_secs(30)),
+        Default::default(),
     );
     let gave_up = tokio::time::timeout(Duration::from_millis(300), call).await;
     assert!(gave_up.is_err(), "the spinning tool answered");
@@ -446,10 +519,22 @@ async fn a_plugin_that_keeps_crashing_its_host_is_paused_alone() {
     let berth = berth_with_faults(dir.path());
     for _ in 0..5 {
         let _ = berth
-            .invoke("faults_exits", serde_json::json!({}), None, None)
+            .invoke(
+                "faults_exits",
+                serde_json::json!({}),
+                None,
+                None,
+                Default::default(),
+            )
             .await;
         let r = berth
-            .invoke("innocent", serde_json::json!({}), None, None)
+            .invoke(
+                "innocent",
+                serde_json::json!({}),
+                None,
+                None,
+                Default::default(),
+            )
             .await
             .unwrap();
         assert_eq!(r.output.as_deref(), Some("still here"), "{r:?}");
@@ -467,6 +552,7 @@ async fn a_plugin_that_keeps_crashing_its_host_is_paused_alone() {
             serde_json::json!({ "file": dir.path().join("n") }),
             None,
             None,
+            Default::default(),
         )
         .await
         .unwrap_err();
@@ -500,7 +586,9 @@ async fn one_loss_counts_once_and_a_pause_holds_until_resumed() {
     let berth = berth_with_faults(dir.path());
     let bun = berth_runtime::runtimes::RuntimeKind::Bun;
     let kill_idle_host = || async {
-        let host = berth.host_for_bench(bun).await;
+        let host = berth
+            .host_for_bench(bun, berth_runtime::catalog::BenchHost::Live)
+            .await;
         // SAFETY: signalling the host process this test started.
         unsafe { libc::kill(host.pid as i32, libc::SIGKILL) };
         while !host.is_lost() {
@@ -517,6 +605,7 @@ async fn one_loss_counts_once_and_a_pause_holds_until_resumed() {
                     serde_json::json!({ "file": dir.path().join("n") }),
                     None,
                     None,
+                    Default::default(),
                 )
                 .await;
             assert!(
@@ -533,6 +622,7 @@ async fn one_loss_counts_once_and_a_pause_holds_until_resumed() {
                 serde_json::json!({ "file": dir.path().join("n") }),
                 None,
                 None,
+                Default::default(),
             )
             .await
             .unwrap_err();
@@ -632,7 +722,13 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
     assert_eq!(out["order"], serde_json::json!(["a", "b", "c"]));
     // Its before-hook still changes a shared tool's arguments, and the receipt says so.
     let r = berth
-        .invoke("adds", serde_json::json!({ "n": 1 }), None, None)
+        .invoke(
+            "adds",
+            serde_json::json!({ "n": 1 }),
+            None,
+            None,
+            Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(r.output.as_deref(), Some("got 2"), "{r:?}");
@@ -646,6 +742,7 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
                 serde_json::json!({ "secret": "CANARY-own-host-1f" }),
                 None,
                 None,
+                Default::default(),
             )
             .await
             .unwrap();
@@ -728,7 +825,7 @@ async fn a_tool_name_several_sources_register_goes_to_the_one_opencode_lets_win(
         let berth = berth.clone();
         async move {
             berth
-                .invoke("dup", serde_json::json!({}), None, None)
+                .invoke("dup", serde_json::json!({}), None, None, Default::default())
                 .await
                 .map(|r| r.output.unwrap_or_default())
         }

@@ -66,7 +66,11 @@ fn invoke_in_background(
     target: &PathBuf,
 ) -> tokio::task::JoinHandle<berth_store::Receipt> {
     let (b, args) = (berth.clone(), json!({ "path": target }));
-    tokio::spawn(async move { b.invoke("guarded_write", args, None, None).await.unwrap() })
+    tokio::spawn(async move {
+        b.invoke("guarded_write", args, None, None, Default::default())
+            .await
+            .unwrap()
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -241,6 +245,7 @@ async fn an_unanswered_prompt_ends_with_the_calls_deadline_and_is_withdrawn() {
             json!({ "path": target }),
             None,
             Some(Duration::from_millis(800)),
+            Default::default(),
         )
         .await
         .unwrap();
@@ -333,21 +338,21 @@ async fn a_standing_answer_given_to_one_plugin_answers_only_that_plugin() {
         }
     };
     let (first, ()) = tokio::join!(
-        berth.invoke("first", json!({}), None, None),
+        berth.invoke("first", json!({}), None, None, Default::default()),
         answer_next(PromptReply::Always)
     );
     assert_eq!(first.unwrap().output.as_deref(), Some("first may edit"));
     // The first plugin is answered for good now; the second one is asked, and refused.
     let again = tokio::time::timeout(
         Duration::from_secs(10),
-        berth.invoke("first", json!({}), None, None),
+        berth.invoke("first", json!({}), None, None, Default::default()),
     )
     .await
     .expect("the standing answer did not answer the first plugin's next ask: it waits for a person")
     .unwrap();
     assert_eq!(again.output.as_deref(), Some("first may edit"), "{again:?}");
     let (second, ()) = tokio::join!(
-        berth.invoke("second", json!({}), None, None),
+        berth.invoke("second", json!({}), None, None, Default::default()),
         answer_next(PromptReply::Reject)
     );
     let second = second.unwrap();

@@ -221,17 +221,19 @@ impl Berth {
         self.parts.catalog.activate().await
     }
 
-    /// One call through the full path: idempotency, receipt, host, result.
+    /// One call through the full path: idempotency, receipt, host, result. `control` cancels
+    /// it and follows its `metadata()` reports (`CallControl::default()`: neither).
     pub async fn invoke(
         &self,
         tool: &str,
         args: Value,
         idempotency_key: Option<&str>,
         timeout: Option<Duration>,
+        control: crate::catalog::CallControl,
     ) -> Result<Receipt, BerthError> {
         self.parts
             .catalog
-            .invoke(tool, args, idempotency_key, timeout)
+            .invoke(tool, args, idempotency_key, timeout, control)
             .await
     }
 
@@ -310,30 +312,14 @@ impl Berth {
         self.parts.catalog.shutdown_hosts().await
     }
 
-    /// The live shared host of `backend` (for the benchmark's raw round trips).
+    /// A host for the benchmark's raw round trips and start times.
     #[doc(hidden)]
-    pub async fn host_for_bench(&self, backend: RuntimeKind) -> Arc<crate::host::Host> {
-        self.parts.catalog.host_for_bench(backend).await
-    }
-
-    /// A restricted source's host, or (`fresh`) a new one in its place (for the benchmark).
-    #[doc(hidden)]
-    pub async fn restricted_host_for_bench(
+    pub async fn host_for_bench(
         &self,
         backend: RuntimeKind,
-        source: &str,
-        fresh: bool,
+        which: crate::catalog::BenchHost<'_>,
     ) -> Arc<crate::host::Host> {
-        self.parts
-            .catalog
-            .restricted_host_for_bench(backend, source, fresh)
-            .await
-    }
-
-    /// A new shared host in place of the live one (for the benchmark's start times).
-    #[doc(hidden)]
-    pub async fn fresh_host_for_bench(&self, backend: RuntimeKind) -> Arc<crate::host::Host> {
-        self.parts.catalog.fresh_host_for_bench(backend).await
+        self.parts.catalog.host_for_bench(backend, which).await
     }
 
     // ---- what plugins ask of the person ---------------------------------------------------

@@ -532,6 +532,7 @@ async fn invoke(State(s): State<AppState>, body: axum::body::Bytes) -> Response 
             args,
             body.idempotency_key.as_deref(),
             body.timeout_ms.map(std::time::Duration::from_millis),
+            Default::default(),
         )
         .await;
     answer(receipt.map(|r| serde_json::to_value(r).unwrap_or_default()))

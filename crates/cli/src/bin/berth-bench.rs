@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use berth_discovery::{OpencodeEnv, Scanner};
 use berth_protocol::CallKind;
+use berth_runtime::catalog::BenchHost;
 use berth_runtime::host::CallOptions;
 use berth_runtime::runtimes::RuntimeKind;
 use berth_runtime::{Berth, BerthOptions, Decision};
@@ -287,7 +288,13 @@ fn main() {
             let t = Instant::now();
             berth.decide(None, Decision::Allow, "cli", false).unwrap();
             let r = rt
-                .block_on(berth.invoke("t0000", serde_json::json!({ "text": "hi" }), None, None))
+                .block_on(berth.invoke(
+                    "t0000",
+                    serde_json::json!({ "text": "hi" }),
+                    None,
+                    None,
+                    Default::default(),
+                ))
                 .unwrap();
             assert_eq!(r.output.as_deref(), Some("hi"), "{r:?}");
             f.print(
@@ -297,7 +304,7 @@ fn main() {
                 Some((target_cold, true)),
             );
 
-            let host = rt.block_on(async { berth.host_for_bench(backend).await });
+            let host = rt.block_on(async { berth.host_for_bench(backend, BenchHost::Live).await });
             let instance = berth.status().sources[0].id.clone();
             // The host and the bare echo are sampled in alternating blocks, so drift on a shared
             // machine hits both alike. The calls run as a task on the runtime, as the app's and
@@ -378,7 +385,13 @@ fn main() {
                         for i in 0..2000 {
                             let t = Instant::now();
                             berth
-                                .invoke("t0000", serde_json::json!({ "text": "x" }), None, None)
+                                .invoke(
+                                    "t0000",
+                                    serde_json::json!({ "text": "x" }),
+                                    None,
+                                    None,
+                                    Default::default(),
+                                )
                                 .await
                                 .unwrap();
                             if i >= 1000 {
@@ -456,10 +469,16 @@ fn main() {
             let (mut start_plain, mut start_boxed) = (Vec::new(), Vec::new());
             for _ in 0..10 {
                 let t = Instant::now();
-                rt.block_on(berth.fresh_host_for_bench(backend));
+                rt.block_on(berth.host_for_bench(backend, BenchHost::Fresh));
                 start_plain.push(t.elapsed().as_secs_f64() * 1e3);
                 let t = Instant::now();
-                rt.block_on(berth.restricted_host_for_bench(backend, &boxed_id, true));
+                rt.block_on(berth.host_for_bench(
+                    backend,
+                    BenchHost::Restricted {
+                        source: &boxed_id,
+                        fresh: true,
+                    },
+                ));
                 start_boxed.push(t.elapsed().as_secs_f64() * 1e3);
             }
             let (p, b) = (pct(&mut start_plain, 0.5), pct(&mut start_boxed, 0.5));
@@ -474,8 +493,14 @@ fn main() {
             // Warm round trips, in alternating blocks on both hosts (loaded again after the
             // starts above).
             rt.block_on(berth.activate());
-            let plain = rt.block_on(berth.host_for_bench(backend));
-            let boxed = rt.block_on(berth.restricted_host_for_bench(backend, &boxed_id, false));
+            let plain = rt.block_on(berth.host_for_bench(backend, BenchHost::Live));
+            let boxed = rt.block_on(berth.host_for_bench(
+                backend,
+                BenchHost::Restricted {
+                    source: &boxed_id,
+                    fresh: false,
+                },
+            ));
             let (mut rtt_plain, mut rtt_boxed) = (Vec::new(), Vec::new());
             for block in 0..14 {
                 for (host, id, into) in [

@@ -13,14 +13,26 @@ use berth_base::now_ms;
 
 use super::*;
 
+/// What the caller of one tool call holds on to (`Catalog::invoke`).
+#[derive(Default)]
+pub struct CallControl {
+    /// Notified once: the call is cancelled (an MCP `notifications/cancelled`, Ctrl-C).
+    pub cancel: std::sync::Arc<tokio::sync::Notify>,
+    /// Receives the tool's `ctx.metadata()` reports (title, metadata) while it runs.
+    pub metadata: Option<tokio::sync::mpsc::UnboundedSender<(Option<String>, Value)>>,
+}
+
 impl Catalog {
-    /// One call through the full path: idempotency, receipt, host, result.
+    /// One call through the full path: idempotency, receipt, host, result. `control` lets the
+    /// caller cancel it (its AbortSignal fires, its tree is killed after the grace, its receipt
+    /// ends `cancelled`; never replayed) and follow what the tool reports with `metadata()`.
     pub async fn invoke(
         &self,
         tool: &str,
         args: Value,
         idempotency_key: Option<&str>,
         timeout: Option<Duration>,
+        control: CallControl,
     ) -> Result<Receipt, BerthError> {
         if let Some(key) = idempotency_key {
             if let Some(existing) = self.core.with_store(|s| s.receipt_by_key(key))? {
@@ -110,7 +122,8 @@ impl Catalog {
             // The policy's `budget.tool` when the caller gives no timeout.
             timeout: timeout.unwrap_or_else(|| self.policy.current().budget("budget.tool")),
             lost_code: code::WORKER_LOST,
-            ..CallOptions::default()
+            cancel: control.cancel,
+            metadata: control.metadata,
         };
         let project = &self.core.status().project;
         let context = serde_json::json!({

@@ -9,6 +9,7 @@
 mod activate;
 mod chains;
 mod invoke;
+pub use invoke::CallControl;
 mod prepare;
 mod restricted;
 
@@ -320,49 +321,25 @@ impl Catalog {
         }
     }
 
-    /// The live shared host of `backend` (for the benchmark's raw round trips).
-    pub(crate) async fn host_for_bench(&self, backend: RuntimeKind) -> Arc<crate::host::Host> {
-        self.core
-            .supervisor()
-            .await
-            .expect("supervisor")
-            .host(backend)
-            .await
-            .expect("host")
-    }
-
-    /// The live host `source` runs in when it is restricted (activated before), for the
-    /// benchmark; or, with `fresh`, a new one started in its place (the old one retired), so
-    /// that the start itself can be timed.
-    pub(crate) async fn restricted_host_for_bench(
+    /// A host of `backend` for the benchmark's raw round trips and start times (`BenchHost`).
+    pub(crate) async fn host_for_bench(
         &self,
         backend: RuntimeKind,
-        source: &str,
-        fresh: bool,
+        which: BenchHost<'_>,
     ) -> Arc<crate::host::Host> {
         let sup = self.core.supervisor().await.expect("supervisor");
-        let key = HostKey::restricted(backend, source);
+        let (key, fresh) = match which {
+            BenchHost::Live => (HostKey::shared(backend), false),
+            BenchHost::Fresh => (HostKey::shared(backend), true),
+            BenchHost::Restricted { source, fresh } => {
+                (HostKey::restricted(backend, source), fresh)
+            }
+        };
         if fresh {
             sup.replace(&key, &[], std::time::Duration::ZERO, "benchmark")
                 .await;
         }
-        sup.host_for(&key).await.expect("restricted host")
-    }
-
-    /// A new shared host in place of the live one, for the benchmark's start times.
-    pub(crate) async fn fresh_host_for_bench(
-        &self,
-        backend: RuntimeKind,
-    ) -> Arc<crate::host::Host> {
-        let sup = self.core.supervisor().await.expect("supervisor");
-        sup.replace(
-            &HostKey::shared(backend),
-            &[],
-            std::time::Duration::ZERO,
-            "benchmark",
-        )
-        .await;
-        sup.host(backend).await.expect("host")
+        sup.host_for(&key).await.expect("host")
     }
 
     /// Sends one Berth event to the plugins' `event` hooks in OpenCode's shape
@@ -480,4 +457,15 @@ impl Catalog {
             }
         })
     }
+}
+
+/// Which host the benchmark wants (`Berth::host_for_bench`).
+#[doc(hidden)]
+pub enum BenchHost<'a> {
+    /// The live shared host.
+    Live,
+    /// A new shared host in place of the live one (the old one retired), to time its start.
+    Fresh,
+    /// The host `source` runs in when it is restricted (activated before), or a new one.
+    Restricted { source: &'a str, fresh: bool },
 }

@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use berth_runtime::catalog::BenchHost;
 use berth_runtime::{Berth, Decision};
 
 use super::{pct, Figures};
@@ -101,7 +102,13 @@ fn downtime(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, reg: &Reg
         berth.activate().await;
         assert_eq!(
             berth
-                .invoke("probe_version", serde_json::json!({}), None, None)
+                .invoke(
+                    "probe_version",
+                    serde_json::json!({}),
+                    None,
+                    None,
+                    Default::default()
+                )
                 .await
                 .unwrap()
                 .output
@@ -131,7 +138,13 @@ fn downtime(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, reg: &Reg
             tokio::spawn(async move {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     let r = berth
-                        .invoke("probe_version", serde_json::json!({}), None, None)
+                        .invoke(
+                            "probe_version",
+                            serde_json::json!({}),
+                            None,
+                            None,
+                            Default::default(),
+                        )
                         .await;
                     let out = r.ok().and_then(|r| r.output);
                     answers.lock().unwrap().push((Instant::now(), out));
@@ -216,7 +229,8 @@ fn preparation(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, reg: &
     rt.block_on(berth.activate());
     // The measured source's round trip through its host (the protocol's path, as the hosts
     // section measures it), and through the full `invoke` (receipts in SQLite) alongside.
-    let host = rt.block_on(berth.host_for_bench(berth_runtime::runtimes::RuntimeKind::Bun));
+    let host = rt
+        .block_on(berth.host_for_bench(berth_runtime::runtimes::RuntimeKind::Bun, BenchHost::Live));
     let neighbour = berth
         .status()
         .sources
@@ -243,7 +257,13 @@ fn preparation(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, reg: &
                 hosted.push(t.elapsed().as_secs_f64() * 1e6);
                 let t = Instant::now();
                 let r = berth
-                    .invoke("n0_ping", serde_json::json!({}), None, None)
+                    .invoke(
+                        "n0_ping",
+                        serde_json::json!({}),
+                        None,
+                        None,
+                        Default::default(),
+                    )
                     .await
                     .unwrap();
                 assert_eq!(r.output.as_deref(), Some("pong 0"));

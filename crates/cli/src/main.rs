@@ -6,6 +6,7 @@
 
 mod check;
 mod lifecycle;
+mod mcp;
 mod output;
 
 use std::net::SocketAddr;
@@ -160,6 +161,9 @@ enum Command {
     /// Every version of a source that ran here: what it was, why it ran, whether its exact
     /// bytes are kept.
     Versions { id: String },
+    /// Serve your approved tools to an agent over MCP (stdio): OpenCode, Claude Code, Codex.
+    #[command(after_long_help = mcp::AFTER_HELP)]
+    Mcp,
     /// Serve the status page and local API on loopback (token-protected).
     Serve {
         #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
@@ -388,10 +392,23 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
         } => {
             let args = json_arg(args, "--args")?;
             let receipt = block_on(async {
-                let r = tokio::select! {
-                    r = berth.invoke(tool, args, idempotency_key.as_deref(), timeout_ms.map(std::time::Duration::from_millis)) => r,
-                    _ = tokio::signal::ctrl_c() => Err(BerthError::new(code::CANCELLED, "invoke", "interrupted", "run it again if you still need it")),
-                };
+                // Ctrl-C cancels the call: the plugin's AbortSignal fires, the receipt says so.
+                let control = berth_runtime::catalog::CallControl::default();
+                let cancel = control.cancel.clone();
+                tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        cancel.notify_one();
+                    }
+                });
+                let r = berth
+                    .invoke(
+                        tool,
+                        args,
+                        idempotency_key.as_deref(),
+                        timeout_ms.map(std::time::Duration::from_millis),
+                        control,
+                    )
+                    .await;
                 berth.shutdown_hosts().await;
                 r
             })??;
@@ -448,6 +465,7 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
         Command::Auth { action } => auth(&berth, action.as_ref(), out)?,
         Command::Permissions { action } => permissions(&berth, action.as_ref(), out)?,
         Command::Serve { addr } => serve(berth, *addr, out)?,
+        Command::Mcp => mcp::mcp(berth)?,
         Command::Updates { ids, check } => lifecycle::updates(&berth, ids, *check, out)?,
         Command::Update { id, approve_growth } => {
             lifecycle::change(&berth, id, None, *approve_growth, out)?

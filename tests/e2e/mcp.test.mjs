@@ -1,0 +1,157 @@
+// `berth mcp` driven by a real MCP client: the official TypeScript SDK spawns it over stdio,
+// lists the approved catalog, calls a tool, follows its progress, cancels a slow call (the
+// plugin sees its AbortSignal) and hears `tools/list_changed` when an approval or a denial is
+// made through the CLI — no restart of the client.
+import { test } from "node:test"
+import assert from "node:assert/strict"
+import { copyFileSync, existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { WAIT, berth, berthBin, repo, scratchMachine, write } from "./support.mjs"
+
+/** A client connected to `berth mcp` on `machine`, counting list_changed notifications. */
+async function connect(machine) {
+  const transport = new StdioClientTransport({
+    command: berthBin,
+    args: ["mcp", "--data-dir", machine.data, "--project", machine.project],
+    env: machine.env,
+    cwd: machine.project,
+    stderr: "pipe",
+  })
+  let stderr = ""
+  transport.stderr?.on("data", (d) => (stderr += d))
+  const client = new Client({ name: "berth-e2e", version: "1.0.0" })
+  const changes = { count: 0, waiters: [] }
+  client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    changes.count += 1
+    for (const w of changes.waiters.splice(0)) w()
+  })
+  await client.connect(transport)
+  return { client, changes, stderr: () => stderr }
+}
+
+/** Resolves once a list_changed arrived after `seen` of them, and the list satisfies `ok`. */
+async function listChanged(c, seen, ok) {
+  const until = Date.now() + WAIT
+  while (c.changes.count <= seen) {
+    assert.ok(Date.now() < until, `no tools/list_changed within ${WAIT} ms; berth said: ${c.stderr()}`)
+    await new Promise((r) => {
+      c.changes.waiters.push(r)
+      setTimeout(r, 200)
+    })
+  }
+  const { tools } = await c.client.listTools()
+  assert.ok(ok(tools), `the list after list_changed: ${JSON.stringify(tools.map((t) => t.name))}`)
+  return tools
+}
+
+async function waitFor(what, check) {
+  const until = Date.now() + WAIT
+  for (;;) {
+    const v = check()
+    if (v) return v
+    assert.ok(Date.now() < until, `timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+test("an MCP client lists, calls, follows, cancels, and sees approvals without a restart", async () => {
+  const machine = scratchMachine("mcp")
+  write(join(machine.project, ".opencode", "tools", "probe.ts"), readFileSync(join(repo, "fixtures", "tools", "mcp-probe.ts"), "utf8"))
+  const c = await connect(machine)
+  try {
+    // Nothing is approved: nothing is listed.
+    assert.deepEqual((await c.client.listTools()).tools, [])
+
+    // An approval made in another process reaches the connected client.
+    const seen = c.changes.count
+    berth(machine, ["approve", "--all"])
+    const tools = await listChanged(c, seen, (t) => t.length === 3)
+    assert.deepEqual(tools.map((t) => t.name), ["probe_echo", "probe_slow", "probe_steps"])
+    // The schemas are the ones the model would see through OpenCode (`berth tools`).
+    const catalog = berth(machine, ["tools"]).tools
+    for (const t of tools) {
+      const mine = catalog.find((x) => x.name === t.name)
+      assert.equal(t.description, mine.description)
+      assert.deepEqual(t.inputSchema, mine.parameters)
+    }
+
+    // A call goes through the full path and names its receipt.
+    const echoed = await c.client.callTool({ name: "probe_echo", arguments: { text: "hello" } })
+    assert.equal(echoed.isError, false)
+    assert.deepEqual(echoed.content, [{ type: "text", text: "HELLO" }])
+    const receiptId = echoed._meta["berth/receipt"]
+    assert.match(receiptId, /^rcpt_/)
+    const receipts = berth(machine, ["receipts"]).receipts
+    const receipt = receipts.find((r) => r.receipt_id === receiptId)
+    assert.equal(receipt?.status, "completed", JSON.stringify(receipts))
+    assert.equal(receipt.output, "HELLO")
+
+    // Arguments the schema refuses are a tool error that says so, not a crash.
+    const refused = await c.client.callTool({ name: "probe_echo", arguments: { text: 42 } })
+    assert.equal(refused.isError, true)
+    assert.match(refused.content[0].text, /invalid-arguments|text/)
+
+    // What the tool reports with metadata() arrives as progress, in order.
+    const progress = []
+    const stepped = await c.client.callTool({ name: "probe_steps", arguments: {} }, undefined, {
+      onprogress: (p) => progress.push(p.message),
+    })
+    assert.deepEqual(stepped.content, [{ type: "text", text: "three steps" }])
+    assert.deepEqual(progress, ["step 1", "step 2", "step 3"])
+
+    // Cancelling a call reaches the plugin's AbortSignal, and its receipt says cancelled.
+    const marks = join(machine.root, "slow.log")
+    const abort = new AbortController()
+    const slow = c.client.callTool({ name: "probe_slow", arguments: { file: marks } }, undefined, { signal: abort.signal })
+    await waitFor("the slow tool to start", () => existsSync(marks))
+    const cancelledAt = Date.now()
+    abort.abort("the person stopped it")
+    await assert.rejects(slow)
+    await waitFor("the plugin to see the abort", () => readFileSync(marks, "utf8").includes("aborted"))
+    const abortMs = Date.now() - cancelledAt
+    assert.ok(abortMs < 2_000, `the abort reached the plugin after ${abortMs} ms`)
+    await waitFor("the receipt to end cancelled", () =>
+      berth(machine, ["receipts"]).receipts.find((r) => r.tool === "probe_slow" && r.status === "cancelled"),
+    )
+
+    // An unknown name is an error that says what to do.
+    await assert.rejects(c.client.callTool({ name: "nope", arguments: {} }), /no approved tool is named `nope`/)
+
+    // A denial withdraws the tools from the connected client.
+    const before = c.changes.count
+    const id = berth(machine, ["status"]).sources[0].id
+    berth(machine, ["deny", id])
+    await listChanged(c, before, (t) => t.length === 0)
+  } finally {
+    await c.client.close()
+  }
+})
+
+test("stdout of `berth mcp` carries protocol frames only, and a client that leaves ends it", async () => {
+  const machine = scratchMachine("mcp-frames")
+  write(join(machine.project, ".opencode", "tools", "probe.ts"), readFileSync(join(repo, "fixtures", "tools", "mcp-probe.ts"), "utf8"))
+  berth(machine, ["approve", "--all"])
+  const { spawn } = await import("node:child_process")
+  const child = spawn(berthBin, ["mcp", "--data-dir", machine.data, "--project", machine.project], {
+    env: machine.env,
+    cwd: machine.project,
+    stdio: ["pipe", "pipe", "pipe"],
+  })
+  let out = ""
+  child.stdout.on("data", (d) => (out += d))
+  const send = (m) => child.stdin.write(JSON.stringify({ jsonrpc: "2.0", ...m }) + "\n")
+  send({ id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } })
+  await waitFor("the initialize answer", () => out.includes('"id":1'))
+  send({ method: "notifications/initialized" })
+  send({ id: 2, method: "tools/call", params: { name: "probe_echo", arguments: { text: "x" } } })
+  await waitFor("the call's answer", () => out.includes('"id":2'))
+  child.stdin.end()
+  const code = await new Promise((r) => child.on("exit", r))
+  assert.equal(code, 0)
+  const lines = out.split("\n").filter((l) => l.trim())
+  for (const l of lines) assert.equal(JSON.parse(l).jsonrpc, "2.0", `not a frame on stdout: ${l}`)
+  assert.equal(JSON.parse(lines.find((l) => l.includes('"id":2'))).result.content[0].text, "X")
+})

@@ -19,6 +19,7 @@ mod npm;
 mod oracle_discovery;
 mod oracle_hooks;
 mod oracle_input;
+mod oracle_mcp;
 mod oracle_tools;
 mod plugins;
 mod policy;

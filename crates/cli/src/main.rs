@@ -282,6 +282,12 @@ fn main() -> ExitCode {
 fn open(cli: &Cli) -> Result<Berth, BerthError> {
     let mut env = OpencodeEnv::from_process();
     env.pure_flag = cli.pure;
+    if matches!(cli.command, Command::Mcp) {
+        // An agent that starts `berth mcp` passes its own environment down: its
+        // OPENCODE_PURE says that the agent loads no plugins itself (they run here instead),
+        // not that Berth should not run them. Berth's own `--pure` still holds.
+        env.pure_env = None;
+    }
     let data_dir = cli
         .data_dir
         .clone()

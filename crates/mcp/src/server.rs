@@ -201,8 +201,8 @@ impl ServerHandler for CatalogServer {
     }
 }
 
-/// A receipt as an MCP result: the tool's output as text, Berth's receipt id in `_meta`
-/// and after the output; a failure is a tool error (`isError`) with its code, what happened
+/// A receipt as an MCP result: the tool's output as text, Berth's receipt id in `_meta` and
+/// in a second text block; a failure is a tool error (`isError`) with its code, what happened
 /// and what to do.
 fn result_of(result: Result<Receipt, BerthError>) -> CallToolResult {
     let mut meta = MetaObject::default();
@@ -217,9 +217,12 @@ fn result_of(result: Result<Receipt, BerthError>) -> CallToolResult {
             if let Some(m) = &r.metadata {
                 meta.0.insert("berth/metadata".into(), m.clone());
             }
-            CallToolResult::success(vec![ContentBlock::text(
-                r.output.clone().unwrap_or_default(),
-            )])
+            // The tool's output is the first block, exactly; the receipt follows in a block
+            // of its own, so a transcript that keeps only the text still names it.
+            CallToolResult::success(vec![
+                ContentBlock::text(r.output.clone().unwrap_or_default()),
+                ContentBlock::text(format!("[Berth receipt {}]", r.receipt_id)),
+            ])
         }
         Ok(r) => {
             meta.0

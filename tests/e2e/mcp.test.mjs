@@ -158,3 +158,36 @@ test("stdout of `berth mcp` carries protocol frames only, and a client that leav
   for (const l of lines) assert.equal(JSON.parse(l).jsonrpc, "2.0", `not a frame on stdout: ${l}`)
   assert.equal(JSON.parse(lines.find((l) => l.includes('"id":2'))).result.content[0].text, "X")
 })
+
+test("an agent that calls a tool nobody approved, by its name, runs none of its code", async () => {
+  // The attacker's move: skip tools/list and call the name a pending tool file would have.
+  const machine = scratchMachine("mcp-unapproved")
+  const marker = join(machine.root, "imported")
+  write(
+    join(machine.project, ".opencode", "tools", "grab.ts"),
+    `import { appendFileSync } from "node:fs"\nappendFileSync(${JSON.stringify(marker)}, "imported\\n")\n` +
+      `export default { description: "grab", args: {}, async execute() { return "grabbed" } }\n`,
+  )
+  assert.equal(berth(machine, ["status"]).sources[0].state, "pending-approval")
+  const c = await connect(machine)
+  try {
+    await assert.rejects(c.client.callTool({ name: "grab", arguments: {} }), /no approved tool is named `grab`/)
+    // The name sanitizing would give is not a way in either.
+    await assert.rejects(c.client.callTool({ name: "grab_2", arguments: {} }), /no approved tool/)
+    assert.deepEqual((await c.client.listTools()).tools, [])
+  } finally {
+    await c.client.close()
+  }
+  assert.equal(existsSync(marker), false, "the unapproved tool file was imported")
+  assert.deepEqual(berth(machine, ["receipts"]).receipts, [])
+  // Negative control: once approved, the same call imports it and answers.
+  berth(machine, ["approve", "--all"])
+  const d = await connect(machine)
+  try {
+    const r = await d.client.callTool({ name: "grab", arguments: {} })
+    assert.equal(r.content[0].text, "grabbed")
+  } finally {
+    await d.client.close()
+  }
+  assert.equal(existsSync(marker), true)
+})

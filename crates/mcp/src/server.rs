@@ -33,6 +33,18 @@ pub struct CatalogServer {
     berth: Berth,
     /// The client to tell when the list changes (one server per connection or session).
     peer: Arc<Mutex<Option<Peer<RoleServer>>>>,
+    /// The listing of the latest snapshot revision seen.
+    listing: Arc<Mutex<Option<Arc<Listing>>>>,
+}
+
+/// What a client is shown for one snapshot revision.
+struct Listing {
+    revision: u64,
+    /// MCP name → the catalog entry it calls, by catalog name.
+    tools: Vec<(String, ToolEntry)>,
+    /// What a client sees of the list (names, descriptions, schemas): a change is a
+    /// `list_changed`.
+    fingerprint: String,
 }
 
 impl CatalogServer {
@@ -40,26 +52,35 @@ impl CatalogServer {
         CatalogServer {
             berth,
             peer: Arc::default(),
+            listing: Arc::default(),
         }
     }
 
-    /// The tools as MCP lists them, with the catalog entry each name calls, by name.
-    fn listing(&self) -> Vec<(String, ToolEntry)> {
+    /// The tools as MCP lists them now: computed once per snapshot revision, so a call does
+    /// not sort and name the whole catalog again, and a snapshot event that changed no tool
+    /// costs a comparison.
+    fn listing(&self) -> Arc<Listing> {
         let snapshot = self.berth.status();
+        let mut cached = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = cached.as_ref().filter(|l| l.revision == snapshot.revision) {
+            return l.clone();
+        }
         let mut tools: Vec<ToolEntry> = snapshot.tools.iter().cloned().collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         let names = mcp_names(tools.iter().map(|t| t.name.as_str()));
-        names.into_iter().zip(tools).collect()
-    }
-
-    /// What a client sees of the list: a change of it is a `list_changed`.
-    fn list_fingerprint(&self) -> String {
-        let listing = self.listing();
-        let listed: Vec<(&str, &str, &Value)> = listing
+        let tools: Vec<(String, ToolEntry)> = names.into_iter().zip(tools).collect();
+        let listed: Vec<(&str, &str, &Value)> = tools
             .iter()
             .map(|(name, t)| (name.as_str(), t.description.as_str(), &t.parameters))
             .collect();
-        serde_json::to_string(&listed).unwrap_or_default()
+        let fingerprint = serde_json::to_string(&listed).unwrap_or_default();
+        let l = Arc::new(Listing {
+            revision: snapshot.revision,
+            tools,
+            fingerprint,
+        });
+        *cached = Some(l.clone());
+        l
     }
 
     /// Sends `tools/list_changed` to the client whenever the listed tools change, for as long
@@ -68,13 +89,13 @@ impl CatalogServer {
         let me = self.clone();
         let mut events = self.berth.subscribe();
         tokio::spawn(async move {
-            let mut last = me.list_fingerprint();
+            let mut last = me.listing().fingerprint.clone();
             loop {
                 match events.recv().await {
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
-                let now = me.list_fingerprint();
+                let now = me.listing().fingerprint.clone();
                 if now == last {
                     continue;
                 }
@@ -133,6 +154,7 @@ impl ServerHandler for CatalogServer {
         self.remember(&context.peer);
         let tools = self
             .listing()
+            .tools
             .iter()
             .map(|(name, t)| mcp_tool(name, t))
             .collect();
@@ -144,9 +166,10 @@ impl ServerHandler for CatalogServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some((_, entry)) = self
-            .listing()
-            .into_iter()
+        let listing = self.listing();
+        let Some((_, entry)) = listing
+            .tools
+            .iter()
             .find(|(name, _)| name.as_str() == request.name)
         else {
             return Err(McpError::invalid_params(
@@ -160,8 +183,6 @@ impl ServerHandler for CatalogServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let key = context
             .meta
-            .0
-             .0
             .get(IDEMPOTENCY_META)
             .and_then(Value::as_str)
             .map(str::to_string);

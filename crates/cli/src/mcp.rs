@@ -15,7 +15,9 @@ agent at once (`notifications/tools/list_changed`). A permission a tool asks for
 answer in the Berth app or status page, never the agent's.
 
 OpenCode (opencode.json) — and start OpenCode with `--pure` (or OPENCODE_PURE=1) so that it
-does not load the same plugins itself; their code then runs once, in Berth:
+registers none of the plugins' tools or hooks itself; they run in Berth, under your approval.
+(OpenCode 1.18.4 still imports each plugin file once even then, so a plugin's top-level code
+also runs in OpenCode; see docs/compatibility.md.)
   { "mcp": { "berth": { "type": "local", "command": ["berth", "mcp"] } } }
 
 Claude Code:

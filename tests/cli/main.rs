@@ -7,6 +7,7 @@ mod approval;
 mod bad_input;
 mod check;
 mod client;
+mod conflicts;
 mod containment;
 mod corpus;
 mod exit_codes;

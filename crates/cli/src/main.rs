@@ -50,6 +50,12 @@ enum Command {
     Sources,
     /// The active tool catalog (activates approved sources).
     Tools,
+    /// Tool names several candidates register (built-in, tool file, plugin, MCP server): who
+    /// serves each, and whether it waits for your choice (activates approved sources).
+    Conflicts,
+    /// Choose who serves a contested tool name: a candidate id from `berth conflicts` (a
+    /// source id, or `builtin`). The choice holds until any candidate changes.
+    Choose { tool: String, candidate: String },
     /// Call one tool through the full path and print its receipt.
     Invoke {
         tool: String,
@@ -389,6 +395,28 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
                 act
             })?;
             out.tools(&act);
+        }
+        Command::Conflicts => {
+            let act = block_on(async {
+                let act = berth.activate().await;
+                berth.shutdown_hosts().await;
+                act
+            })?;
+            out.conflicts(&act);
+        }
+        Command::Choose { tool, candidate } => {
+            let chosen = block_on(async {
+                let r = berth.choose(tool, candidate).await;
+                berth.shutdown_hosts().await;
+                r
+            })??;
+            out.done(
+                serde_json::json!({ "conflict": chosen }),
+                &format!(
+                    "`{}` is served by {} ({})",
+                    chosen.tool, candidate, chosen.reason
+                ),
+            );
         }
         Command::Invoke {
             tool,

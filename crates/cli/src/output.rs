@@ -66,19 +66,75 @@ impl Out {
 
     pub fn tools(&self, act: &berth_runtime::catalog::Activation) {
         if self.json {
-            print_json(&serde_json::json!({ "tools": act.tools, "problems": act.problems }));
+            print_json(
+                &serde_json::json!({ "tools": act.tools, "conflicts": act.conflicts, "problems": act.problems }),
+            );
             return;
         }
         if act.tools.is_empty() {
             println!("No active tools. Approve sources with `berth approve`.");
         }
         for t in &act.tools {
+            let contested = act.conflicts.iter().any(|c| c.tool == t.name);
             println!(
-                "{:<32} {:<40} {}",
-                t.name, t.provider.source_id, t.description
+                "{:<32} {:<40} {}{}",
+                t.name,
+                t.provider.source_id,
+                if contested {
+                    "[contested: `berth conflicts`] "
+                } else {
+                    ""
+                },
+                t.description
             );
         }
-        for p in &act.problems {
+        self.problems(&act.problems);
+    }
+
+    /// `berth conflicts`: each contested name, its candidates, who serves it and why.
+    pub fn conflicts(&self, act: &berth_runtime::catalog::Activation) {
+        if self.json {
+            print_json(
+                &serde_json::json!({ "conflicts": act.conflicts, "problems": act.problems }),
+            );
+            return;
+        }
+        if act.conflicts.is_empty() {
+            println!("No tool name is registered by more than one candidate.");
+        }
+        for c in &act.conflicts {
+            let state = match c.state {
+                berth_runtime::snapshot::ConflictState::Asks => "asks",
+                berth_runtime::snapshot::ConflictState::Chosen => "chosen",
+            };
+            println!("{} ({state}): {}", c.tool, c.reason);
+            for cand in &c.candidates {
+                let mark = if c.serving.as_deref() == Some(cand.id.as_str()) {
+                    "*"
+                } else {
+                    " "
+                };
+                let down = if cand.available {
+                    ""
+                } else {
+                    " (cannot serve now)"
+                };
+                let oc = if c.opencode_winner.as_deref() == Some(cand.id.as_str()) {
+                    " (OpenCode's pick)"
+                } else {
+                    ""
+                };
+                println!("  {mark} {:<40} {}{down}{oc}", cand.id, cand.kind);
+            }
+            if c.state == berth_runtime::snapshot::ConflictState::Asks {
+                println!("  choose: berth choose {} <candidate>", c.tool);
+            }
+        }
+        self.problems(&act.problems);
+    }
+
+    fn problems(&self, problems: &[berth_runtime::BerthError]) {
+        for p in problems {
             println!(
                 "! {} [{}] {} — {}",
                 p.plugin.as_deref().unwrap_or("berth"),

@@ -26,7 +26,7 @@ use crate::plugin_calls::{PluginCalls, Upcaller};
 use crate::policy::{Effective, Entry};
 use crate::runtimes::RuntimeKind;
 use crate::secret::Secret;
-use crate::snapshot::{StatusEvent, StatusSnapshot};
+use crate::snapshot::{Conflict, StatusEvent, StatusSnapshot};
 use crate::status::Status;
 use crate::updates::{Checks, Outcome, Updates};
 use crate::versions::VersionView;
@@ -235,6 +235,11 @@ impl Berth {
             .catalog
             .invoke(tool, args, idempotency_key, timeout, control)
             .await
+    }
+
+    /// The person chooses who serves a contested tool name (`catalog::conflicts`).
+    pub async fn choose(&self, tool: &str, candidate: &str) -> Result<Conflict, BerthError> {
+        self.parts.catalog.choose(tool, candidate).await
     }
 
     /// Runs one hook chain as OpenCode would and returns the final output.

@@ -37,6 +37,8 @@ pub struct StatusSnapshot {
     pub diagnostics: Vec<Diagnostic>,
     /// The active tool catalog (empty until approved sources are activated).
     pub tools: Arc<Vec<ToolEntry>>,
+    /// Names several candidates register, who serves each and whether the person chose.
+    pub conflicts: Arc<Vec<Conflict>>,
     /// Running plugin hosts: which sources share which process, and its memory.
     pub hosts: Vec<HostInfo>,
     /// Messages plugins addressed to the person (`client.tui.showToast`), newest last.
@@ -72,6 +74,38 @@ pub struct ToolEntry {
     pub parameters: Value,
     pub provider: Provider,
     pub state: SourceState,
+}
+
+/// A contested tool name (`catalog::conflicts` elects who serves it) as the page, `berth conflicts` and `berth status` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    pub tool: String,
+    /// Over the candidates' identities and content versions: what a choice is bound to.
+    pub digest: String,
+    pub candidates: Vec<CandidateView>,
+    /// The candidate serving the name now (none when no candidate can serve).
+    pub serving: Option<String>,
+    /// `asks` until the person chooses for this exact candidate set, then `chosen`.
+    pub state: ConflictState,
+    /// Why it asks (or what was chosen), in words.
+    pub reason: String,
+    /// The candidate OpenCode 1.18.4 would let win (its silent last-wins).
+    pub opencode_winner: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CandidateView {
+    pub id: String,
+    /// `builtin`, `standalone-tool`, `file-plugin`, `npm-plugin` or `mcp`.
+    pub kind: String,
+    pub available: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConflictState {
+    Asks,
+    Chosen,
 }
 
 #[derive(Debug, Clone, Serialize)]

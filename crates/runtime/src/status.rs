@@ -91,10 +91,11 @@ impl Status {
         self.policy.refresh();
         let policy = self.policy.current();
         let boundary = self.core.status().boundary.clone();
-        let (tools, activity, limited, failures, progress, unreadable, pinned) = {
+        let (tools, conflicts, activity, limited, failures, progress, unreadable, pinned) = {
             let cat = self.catalog.state();
             (
                 cat.tools.values().cloned().collect::<Vec<_>>(),
+                cat.conflicts.values().cloned().collect::<Vec<_>>(),
                 cat.activity.clone(),
                 cat.limited.clone(),
                 cat.failures.clone(),
@@ -279,6 +280,7 @@ impl Status {
                 g.diagnostics,
                 g.pure,
                 tools,
+                conflicts,
                 policy.entries,
                 policy.problems,
                 hosts
@@ -318,6 +320,7 @@ impl Status {
             diagnostics: g.diagnostics.clone(),
             sources: Arc::new(sources),
             tools: Arc::new(tools),
+            conflicts: Arc::new(conflicts),
             hosts,
             notices,
             prompts,

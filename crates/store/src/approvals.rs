@@ -127,8 +127,8 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Moves whenever any process records a decision, a policy setting or a contribution grant
-    /// (the sum of the three logs' newest ids; each only grows). Cheap enough to read before
+    /// Moves whenever any process records a decision, a policy setting, a contribution grant or
+    /// a conflict choice by the person (the sum of the logs' newest ids; each only grows). Cheap enough to read before
     /// every call: a decision made elsewhere takes effect before the
     /// next call runs anything.
     pub fn decisions_marker(&self) -> Result<i64, StoreError> {
@@ -136,7 +136,8 @@ impl Store {
             .prepare_cached(
                 "SELECT (SELECT coalesce(max(id), 0) FROM approvals)
                       + (SELECT coalesce(max(id), 0) FROM policy_settings)
-                      + (SELECT coalesce(max(id), 0) FROM contribution_grants)",
+                      + (SELECT coalesce(max(id), 0) FROM contribution_grants)
+                      + (SELECT coalesce(max(id), 0) FROM tool_choices WHERE by_person = 1)",
             )
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(|e| self.err(e))

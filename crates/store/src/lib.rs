@@ -11,6 +11,7 @@
 //! ```
 
 mod approvals;
+mod choices;
 mod error;
 mod migrations;
 mod open;
@@ -20,6 +21,7 @@ mod receipts;
 mod versions;
 
 pub use approvals::{ApprovalKey, ApprovalRow, Contributions, Decision, NewApproval};
+pub use choices::ToolChoice;
 pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};

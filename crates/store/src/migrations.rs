@@ -173,6 +173,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         disk_digest   TEXT NOT NULL,
         pinned_at_ms  INTEGER NOT NULL
     ) STRICT;",
+    // 13: tool-name conflicts (seed 003 §5.3): for each contested name, which candidate serves
+    // it and for which set of candidates (`digest` over their identities and content versions);
+    // `by_person` 0 is the implementation Berth kept until the person chooses.
+    "CREATE TABLE tool_choices (
+        id            INTEGER PRIMARY KEY,
+        tool          TEXT NOT NULL,
+        digest        TEXT NOT NULL,
+        candidate     TEXT NOT NULL,
+        by_person     INTEGER NOT NULL,
+        set_at_ms     INTEGER NOT NULL
+    ) STRICT;
+    CREATE INDEX tool_choices_by_tool ON tool_choices (tool, id DESC);",
 ];
 
 /// The schema version this build writes.

@@ -187,6 +187,7 @@ impl Catalog {
                 .loaded
                 .keys()
                 .chain(cat.tools.values().map(|t| &t.provider.source_id))
+                .chain(cat.claimants())
                 .filter(|id| !cleared.contains_key(*id) && !unreadable.contains_key(*id))
                 .cloned()
                 .collect();
@@ -516,7 +517,7 @@ impl Catalog {
                         // (one stop however many are held), before anything else is.
                         {
                             let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                            cat.withdraw(&id);
+                            cat.suspend(&id);
                             cat.activity
                                 .insert(id.clone(), SourceState::PendingActivation);
                         }
@@ -573,7 +574,7 @@ impl Catalog {
                     cat.activity.insert(id.clone(), SourceState::LoadFailed);
                     cat.failures
                         .insert(id.clone(), e.clone().for_plugin(id.clone()));
-                    cat.withdraw(&id);
+                    cat.suspend(&id);
                     cat.loaded.remove(&id);
                     act.problems.push(e.for_plugin(id.clone()));
                 }
@@ -604,9 +605,15 @@ impl Catalog {
         // The caps in force now decide what of every loaded source is registered (a policy
         // change takes effect here, without importing anything again).
         let policy = self.policy.current();
-        let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        cat.judge_all(&policy);
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .judge_all(&policy);
+        self.settle_conflicts();
+        let cat = self.state();
         act.tools = cat.tools.values().cloned().collect();
+        act.conflicts = cat.conflicts.values().cloned().collect();
+        drop(cat);
         act
     }
 

@@ -8,6 +8,8 @@
 
 mod activate;
 mod chains;
+mod choices;
+pub mod conflicts;
 mod invoke;
 pub use invoke::CallControl;
 mod prepare;
@@ -19,6 +21,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use berth_discovery::{SourceKind, SourceState};
 use serde::Serialize;
 use serde_json::{json, Value};
+
+use berth_store::ToolChoice;
+use conflicts::{Candidate, Conflict};
 
 use crate::core::Core;
 use crate::error::BerthError;
@@ -33,6 +38,8 @@ use crate::world::World;
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Activation {
     pub tools: Vec<ToolEntry>,
+    /// Names several candidates register (`conflicts`): who serves each, whether it asks.
+    pub conflicts: Vec<Conflict>,
     /// Sources that could not be activated, each with its error.
     pub problems: Vec<BerthError>,
     /// A held source's host was stopped during this pass: what it loaded before is loaded again.
@@ -42,10 +49,18 @@ pub struct Activation {
 
 #[derive(Default)]
 pub(crate) struct CatalogState {
-    /// By tool name, the tool the model gets: the claimant OpenCode lets win (`elect`).
+    /// By tool name, the tool the model gets: the candidate the election picks (`elect`).
     pub tools: BTreeMap<String, ToolEntry>,
-    /// Every claim on each name, by source (the winner's too).
-    claims: BTreeMap<String, BTreeMap<String, ToolEntry>>,
+    /// Every claim on each name, by source (the winner's too, and those that cannot serve now).
+    claims: BTreeMap<String, BTreeMap<String, Claim>>,
+    /// Names several candidates claim, as the person sees them.
+    pub conflicts: BTreeMap<String, Conflict>,
+    /// The store's newest word on each contested name (the person's or what Berth kept).
+    choices: HashMap<String, ToolChoice>,
+    /// The person's own newest choice on each name (to say what they chose before).
+    person_choices: HashMap<String, ToolChoice>,
+    /// What Berth decided to keep serving since the store was last written.
+    to_record: Vec<ToolChoice>,
     /// The names each source claims.
     claimed_by: HashMap<String, Vec<String>>,
     /// Sources imported in the live host, with the digest of the bytes imported.
@@ -81,6 +96,16 @@ pub(crate) struct CatalogState {
     pub failed_in: HashMap<String, (HostKey, String)>,
 }
 
+/// One source's claim on a name.
+#[derive(Debug, Clone)]
+struct Claim {
+    entry: ToolEntry,
+    /// The content version it claims with.
+    digest: String,
+    /// It serves now (loaded, not held).
+    available: bool,
+}
+
 /// Everything a loaded source offered, and where it runs.
 #[derive(Debug, Clone)]
 pub(crate) struct Offered {
@@ -94,25 +119,46 @@ pub(crate) struct Offered {
 
 impl CatalogState {
     /// Registers what source `id` contributes now (each entry with its source's place in
-    /// OpenCode's load order and its host), in place of what it registered before. A name several sources register goes to the one
-    /// OpenCode lets win — plugins over tool files, and among each the later one — whatever
-    /// order Berth imported them in; the others keep their claim and take the name back when
-    /// the winner goes.
+    /// OpenCode's load order and its host), in place of what it claimed before. A name one
+    /// source claims is its own; a name several claim is a conflict (`conflicts::elect`): the
+    /// person's choice serves it, or until they choose, what served it before.
     pub fn register_tools(&mut self, id: &str, tools: Vec<ToolEntry>) {
-        self.withdraw_tools(id);
+        let digest = self.loaded.get(id).cloned().unwrap_or_default();
+        let mut touched = self.drop_claims(id);
         let mut names = Vec::with_capacity(tools.len());
         for tool in tools {
             let name = tool.name.clone();
-            self.claims
-                .entry(name.clone())
-                .or_default()
-                .insert(id.to_string(), tool);
-            self.elect(&name);
+            self.claims.entry(name.clone()).or_default().insert(
+                id.to_string(),
+                Claim {
+                    entry: tool,
+                    digest: digest.clone(),
+                    available: true,
+                },
+            );
+            touched.push(name.clone());
             names.push(name);
         }
         if !names.is_empty() {
             self.claimed_by.insert(id.to_string(), names);
         }
+        self.elect_all(touched);
+    }
+
+    /// Source `id` cannot serve now (its load failed, its new version is held): what it
+    /// registered is withdrawn, but its claims stay as candidates — a conflict does not go
+    /// away because a worker is down, and a choice of it asks again instead of falling back.
+    pub fn suspend(&mut self, id: &str) {
+        let names = self.claimed_by.get(id).cloned().unwrap_or_default();
+        for name in &names {
+            if let Some(c) = self.claims.get_mut(name).and_then(|by| by.get_mut(id)) {
+                c.available = false;
+            }
+        }
+        self.hooks.retain(|h| h.source_id != id);
+        self.offered.remove(id);
+        self.limited.remove(id);
+        self.elect_all(names);
     }
 
     /// Takes back everything source `id` offered and registered.
@@ -194,33 +240,106 @@ impl CatalogState {
         }
     }
 
-    /// Withdraws every tool source `id` registered (a name it held goes to the next claimant).
+    /// Withdraws every tool source `id` claimed (a name it held goes to the next claimant).
     pub fn withdraw_tools(&mut self, id: &str) {
-        for name in self.claimed_by.remove(id).unwrap_or_default() {
-            if let Some(by) = self.claims.get_mut(&name) {
+        let touched = self.drop_claims(id);
+        self.elect_all(touched);
+    }
+
+    /// Removes `id`'s claims without electing; returns the names it claimed.
+    fn drop_claims(&mut self, id: &str) -> Vec<String> {
+        let names = self.claimed_by.remove(id).unwrap_or_default();
+        for name in &names {
+            if let Some(by) = self.claims.get_mut(name) {
                 by.remove(id);
                 if by.is_empty() {
-                    self.claims.remove(&name);
+                    self.claims.remove(name);
                 }
             }
+        }
+        names
+    }
+
+    /// The sources holding a claim (loaded, failed or held), for revocation to take back.
+    pub fn claimants(&self) -> impl Iterator<Item = &String> {
+        self.claimed_by.keys()
+    }
+
+    /// Takes the store's words on contested names (the newest per name, and the person's own)
+    /// and elects every claimed name again.
+    pub fn set_choices(&mut self, stored: Vec<ToolChoice>, person: Vec<ToolChoice>) {
+        self.choices = stored.into_iter().map(|c| (c.tool.clone(), c)).collect();
+        self.person_choices = person.into_iter().map(|c| (c.tool.clone(), c)).collect();
+        self.to_record.clear();
+        let names: Vec<String> = self.claims.keys().cloned().collect();
+        for name in names {
+            if let Some(keep) = self.elect(&name) {
+                self.choices.insert(name, keep.clone());
+                self.to_record.push(keep);
+            }
+        }
+    }
+
+    /// What Berth decided to keep serving while conflicts ask, for the store.
+    pub fn take_records(&mut self) -> Vec<ToolChoice> {
+        std::mem::take(&mut self.to_record)
+    }
+
+    /// Elects `names` with the words read at the last `set_choices` (within a pass, the order
+    /// sources load in decides nothing: what is recorded is decided once the pass is done).
+    fn elect_all(&mut self, mut names: Vec<String>) {
+        names.sort();
+        names.dedup();
+        for name in names {
             self.elect(&name);
         }
     }
 
-    /// Gives `name` to the claimant OpenCode would let win, or drops it when none is left.
-    fn elect(&mut self, name: &str) {
-        let winner = self.claims.get(name).and_then(|by| {
-            by.values()
-                .max_by_key(|t| (t.provider.kind != SourceKind::StandaloneTool, t.order))
-        });
-        match winner {
+    /// Gives `name` to the candidate the election picks, or drops it when none can serve;
+    /// returns who serves it when that differs from the store's word.
+    fn elect(&mut self, name: &str) -> Option<ToolChoice> {
+        let candidates: Vec<Candidate> = self
+            .claims
+            .get(name)
+            .map(|by| {
+                by.iter()
+                    .map(|(id, c)| Candidate {
+                        id: id.clone(),
+                        kind: Some(c.entry.provider.kind),
+                        digest: c.digest.clone(),
+                        order: c.entry.order,
+                        available: c.available,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let outcome = conflicts::elect(
+            name,
+            &candidates,
+            self.choices.get(name),
+            self.person_choices.get(name),
+        );
+        let entry = outcome
+            .winner
+            .and_then(|w| self.claims.get(name).and_then(|by| by.get(&w)))
+            .map(|c| c.entry.clone());
+        match entry {
             Some(t) => {
-                self.tools.insert(name.to_string(), t.clone());
+                self.tools.insert(name.to_string(), t);
             }
             None => {
                 self.tools.remove(name);
             }
         }
+        match outcome.conflict {
+            Some(c) => {
+                self.conflicts.insert(name.to_string(), c);
+            }
+            None => {
+                self.conflicts.remove(name);
+            }
+        }
+        outcome.keep
     }
 
     /// The active plugins registering hook `name`, in OpenCode's load order.

@@ -1,0 +1,105 @@
+//! Who serves each tool name (seed 003 §5.3): the person's choices for contested names, and
+//! what Berth keeps serving otherwise (so the one serving before a conflict stays).
+//!
+//! Owns: the `tool_choices` log. Must not: decide which candidate wins (the catalog does).
+
+use rusqlite::params;
+use serde::Serialize;
+
+use crate::{Store, StoreError};
+
+/// The newest word on one contested name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolChoice {
+    pub tool: String,
+    /// Over the candidates' identities and content versions when the word was given: a choice
+    /// holds only for that exact set.
+    pub digest: String,
+    /// The candidate that serves the name (a source id, or `builtin`).
+    pub candidate: String,
+    /// The person chose it; otherwise Berth kept it while the conflict asks.
+    pub by_person: bool,
+    pub set_at_ms: i64,
+}
+
+impl Store {
+    /// Records who serves `tool` for the candidate set `digest`.
+    pub fn set_tool_choice(
+        &self,
+        tool: &str,
+        digest: &str,
+        candidate: &str,
+        by_person: bool,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO tool_choices (tool, digest, candidate, by_person, set_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![tool, digest, candidate, by_person as i64, crate::open::now_ms()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records what Berth keeps serving (`by_person` false), many names in one transaction.
+    pub fn record_tool_choices(&self, kept: &[ToolChoice]) -> Result<(), StoreError> {
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.err(e))?;
+        {
+            let mut stmt = tx
+                .prepare_cached("INSERT INTO tool_choices (tool, digest, candidate, by_person, set_at_ms) VALUES (?1, ?2, ?3, 0, ?4)")
+                .map_err(|e| self.err(e))?;
+            let now = crate::open::now_ms();
+            for k in kept {
+                stmt.execute(params![k.tool, k.digest, k.candidate, now])
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    /// The newest word on every name (the person's, or what Berth kept).
+    pub fn tool_choices(&self) -> Result<Vec<ToolChoice>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT tool, digest, candidate, by_person, set_at_ms FROM tool_choices c
+                 WHERE id = (SELECT max(id) FROM tool_choices d WHERE d.tool = c.tool)
+                 ORDER BY tool",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(ToolChoice {
+                    tool: r.get(0)?,
+                    digest: r.get(1)?,
+                    candidate: r.get(2)?,
+                    by_person: r.get::<_, i64>(3)? != 0,
+                    set_at_ms: r.get(4)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The person's own last choice for `tool`, whatever Berth kept after it (a changed
+    /// candidate asks again, and the page says what was chosen before).
+    pub fn person_tool_choice(&self, tool: &str) -> Result<Option<ToolChoice>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT tool, digest, candidate, by_person, set_at_ms FROM tool_choices
+                 WHERE tool = ?1 AND by_person = 1 ORDER BY id DESC LIMIT 1",
+                params![tool],
+                |r| {
+                    Ok(ToolChoice {
+                        tool: r.get(0)?,
+                        digest: r.get(1)?,
+                        candidate: r.get(2)?,
+                        by_person: true,
+                        set_at_ms: r.get(4)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+}

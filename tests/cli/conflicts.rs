@@ -1,0 +1,186 @@
+//! Contested tool names through the real binary and real hosts (seed 003 §5.3): every
+//! candidate is shown, a plugin never takes over a name that served before by itself, the
+//! person's choice survives a restart (each command is a new process) and holds only for the
+//! candidates it was made for, and what cannot be chosen is refused with a code.
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// A tool file `.opencode/tools/<name>.ts` answering `answer`.
+fn tool_file(s: &Sandbox, name: &str, answer: &str) {
+    s.write(
+        &format!("project/.opencode/tools/{name}.ts"),
+        &format!(
+            "export default {{ description: \"{name} from the tool file\", args: {{}}, async execute() {{ return \"{answer}\" }} }}\n"
+        ),
+    );
+}
+
+/// A plugin `.opencode/plugins/<file>.ts` registering `tools`, each answering `answer`.
+fn plugin(s: &Sandbox, file: &str, tools: &[&str], answer: &str) {
+    let map: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            format!("{t}: {{ description: \"{t} from {file}\", args: {{}}, async execute() {{ return \"{answer}\" }} }}")
+        })
+        .collect();
+    s.write(
+        &format!("project/.opencode/plugins/{file}.ts"),
+        &format!(
+            "export default async () => ({{ tool: {{ {} }} }})\n",
+            map.join(", ")
+        ),
+    );
+}
+
+fn conflicts(s: &Sandbox) -> Value {
+    let (code, v) = s.run_json(&["conflicts"]);
+    assert_eq!(code, 0, "{v}");
+    assert_schema("conflicts", &v);
+    v
+}
+
+fn conflict<'a>(v: &'a Value, tool: &str) -> &'a Value {
+    v["conflicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tool"] == tool)
+        .unwrap_or_else(|| panic!("no conflict on `{tool}`: {v}"))
+}
+
+fn call(s: &Sandbox, tool: &str) -> String {
+    let (code, r) = s.run_json(&["invoke", tool]);
+    assert_eq!(code, 0, "{r}");
+    r["output"].as_str().unwrap().to_string()
+}
+
+fn id_ending(s: &Sandbox, suffix: &str) -> String {
+    let (_, v) = s.run_json(&["sources"]);
+    id_of(&v, suffix)
+}
+
+#[test]
+fn a_tool_file_and_a_plugin_on_one_name_are_shown_and_the_choice_survives_a_restart() {
+    let s = Sandbox::new();
+    tool_file(&s, "lookup", "from the file");
+    plugin(&s, "p", &["lookup"], "from the plugin");
+    approve_and_load(|a| s.run_json(a));
+    let (file_id, plugin_id) = (
+        id_ending(&s, "tools/lookup.ts"),
+        id_ending(&s, "plugins/p.ts"),
+    );
+    let v = conflicts(&s);
+    let c = conflict(&v, "lookup");
+    assert_eq!(c["state"], "asks", "{c}");
+    assert_eq!(c["candidates"].as_array().unwrap().len(), 2, "{c}");
+    // Both new at once: Berth keeps OpenCode's pick (a plugin's tool over a tool file) and asks.
+    assert_eq!(c["opencode_winner"], plugin_id.as_str());
+    assert_eq!(c["serving"], plugin_id.as_str());
+    assert_eq!(call(&s, "lookup"), "from the plugin");
+    // `berth tools` marks it contested and lists the conflict.
+    let (_, t) = s.run_json(&["tools"]);
+    assert_schema("tools", &t);
+    assert_eq!(t["conflicts"][0]["tool"], "lookup", "{t}");
+
+    let (code, chosen) = s.run_json(&["choose", "lookup", &file_id]);
+    assert_eq!(code, 0, "{chosen}");
+    assert_schema("choose", &chosen);
+    assert_eq!(chosen["conflict"]["state"], "chosen");
+    assert_eq!(chosen["conflict"]["serving"], file_id.as_str());
+    // Each command is a new process: the choice is the store's.
+    assert_eq!(call(&s, "lookup"), "from the file");
+    let v = conflicts(&s);
+    assert_eq!(conflict(&v, "lookup")["state"], "chosen");
+    let (_, status) = s.run_json(&["status"]);
+    assert_schema("status", &status);
+
+    // A candidate changes (approved again: the source's approval is not the conflict's): the
+    // choice no longer holds, it asks and says why, and what served stays.
+    plugin(&s, "p", &["lookup"], "from the plugin, v2");
+    approve_and_load(|a| s.run_json(a));
+    let v = conflicts(&s);
+    let c = conflict(&v, "lookup");
+    assert_eq!(c["state"], "asks", "{c}");
+    assert!(
+        c["reason"]
+            .as_str()
+            .unwrap()
+            .contains("changed since you chose"),
+        "{c}"
+    );
+    assert_eq!(
+        c["serving"],
+        file_id.as_str(),
+        "no silent switch to the changed plugin"
+    );
+    assert_eq!(call(&s, "lookup"), "from the file");
+    // Choosing again binds to the new set.
+    assert_eq!(s.run_json(&["choose", "lookup", &plugin_id]).0, 0);
+    assert_eq!(call(&s, "lookup"), "from the plugin, v2");
+}
+
+#[test]
+fn the_name_that_served_before_stays_when_a_newcomer_claims_it() {
+    let s = Sandbox::new();
+    tool_file(&s, "report", "the incumbent");
+    approve_and_load(|a| s.run_json(a));
+    assert_eq!(call(&s, "report"), "the incumbent");
+    // A plugin arrives with the same name; OpenCode would let it win silently.
+    plugin(&s, "late", &["report"], "the newcomer");
+    approve_and_load(|a| s.run_json(a));
+    let v = conflicts(&s);
+    let c = conflict(&v, "report");
+    assert_eq!(c["state"], "asks");
+    assert_eq!(
+        c["opencode_winner"],
+        id_ending(&s, "plugins/late.ts").as_str()
+    );
+    assert_eq!(
+        c["serving"],
+        id_ending(&s, "tools/report.ts").as_str(),
+        "{c}"
+    );
+    assert_eq!(call(&s, "report"), "the incumbent");
+
+    // Negative control: with no incumbent (a fresh data dir, both at once) the newcomer is
+    // OpenCode's pick and serves — so the assertion above is about the incumbent.
+    let fresh = Sandbox::new();
+    tool_file(&fresh, "report", "the incumbent");
+    plugin(&fresh, "late", &["report"], "the newcomer");
+    approve_and_load(|a| fresh.run_json(a));
+    assert_eq!(call(&fresh, "report"), "the newcomer");
+}
+
+#[test]
+fn two_plugins_on_one_name_and_choices_that_cannot_be_made() {
+    let s = Sandbox::new();
+    plugin(&s, "a", &["shared", "only_a"], "a");
+    plugin(&s, "b", &["shared"], "b");
+    approve_and_load(|a| s.run_json(a));
+    let a = id_ending(&s, "plugins/a.ts");
+    let v = conflicts(&s);
+    assert_eq!(
+        v["conflicts"].as_array().unwrap().len(),
+        1,
+        "only `shared`: {v}"
+    );
+    assert_eq!(call(&s, "shared"), "b", "OpenCode's pick: the later plugin");
+    assert_eq!(s.run_json(&["choose", "shared", &a]).0, 0);
+    assert_eq!(call(&s, "shared"), "a");
+
+    // Not contested, not a candidate: refused with a code, nothing recorded.
+    let (code, e) = s.run_json(&["choose", "only_a", &a]);
+    assert_ne!(code, 0);
+    assert_eq!(e["error"]["code"], "invalid-arguments", "{e}");
+    let (code, e) = s.run_json(&["choose", "shared", "tool:nowhere"]);
+    assert_ne!(code, 0);
+    assert_eq!(e["error"]["code"], "invalid-arguments", "{e}");
+    assert!(e["error"]["message"].as_str().unwrap().contains(&a), "{e}");
+    assert_eq!(
+        call(&s, "shared"),
+        "a",
+        "the refused choices changed nothing"
+    );
+}

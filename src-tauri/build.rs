@@ -14,6 +14,7 @@ fn main() {
             "check_updates",
             "update",
             "rollback",
+            "choose",
         ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

@@ -21,6 +21,7 @@ import { renderPrompts, renderStandingAnswers, settleAnswers, showPrompts } from
 import { renderPaused, settleResume } from './panels/paused.js';
 import { renderMessages, showNewToasts } from './panels/messages.js';
 import { renderTools } from './panels/tools.js';
+import { renderConflicts, settleChoices } from './panels/conflicts.js';
 import { renderCalls } from './panels/calls.js';
 import { renderHosts } from './panels/hosts.js';
 import { renderPolicy, settlePolicy } from './panels/policy.js';
@@ -35,6 +36,7 @@ function render(snapshot) {
   settleDecisions(sources);
   settleGrants(sources);
   settlePolicy(snap);
+  settleChoices(snap);
   const focus = rememberFocus(app);
   makeLookups(snap, sources);
 
@@ -49,6 +51,7 @@ function render(snapshot) {
     renderSummary(snap, sources),
     renderGlobalDiagnostics(snap),
     sources.length ? renderSources(sources) : renderEmpty(),
+    renderConflicts(snap),
     renderTools(snap),
     renderCalls(snap),
     renderMessages(snap),

@@ -1,8 +1,8 @@
 // The data source. Owns: the connection to Berth — the Tauri shell when window.__TAURI__ is
 // there (`invoke('status')` and the `status-changed` event), otherwise the loopback server of
 // `berth serve` (`GET /api/status` and the `/api/events` server-sent events, with the token
-// from this page's address) — and the senders of decisions, answers, resumes, policy values
-// and grants. Must not: touch the DOM (it reports through the callbacks `connect` is given) or
+// from this page's address) — and the senders of decisions, answers, resumes, policy values,
+// grants and conflict choices. Must not: touch the DOM (it reports through the callbacks `connect` is given) or
 // poll.
 
 import { arr, obj, str, num } from './words.js';
@@ -19,6 +19,9 @@ export let sendPolicy = null;
 export let sendGrant = null;
 // (id, reply) => Promise; rejects with {code, message, recovery}. Set by the transport in use.
 export let sendPromptAnswer = null;
+// (tool, candidate) => Promise<the conflict now>; the person chooses who serves a contested tool
+// name. Rejects with {code, message, recovery}. Set by the transport in use.
+export let sendChoice = null;
 // () => Promise<resumed backends>; rejects with {code, message, recovery}. Set by the transport.
 export let sendResume = null;
 // (action, source, opts) => Promise<answer>: action 'check' ({offers, errors}), 'update'
@@ -77,6 +80,7 @@ function startTauri(tauri, page) {
   sendResume = () => tauri.core.invoke('resume');
   sendPolicy = (key, value) => tauri.core.invoke('set_policy', { key, value });
   sendGrant = (source, item, granted) => tauri.core.invoke('grant', { source, item, granted });
+  sendChoice = (tool, candidate) => tauri.core.invoke('choose', { tool, candidate });
   sendLifecycle = (action, source, opts) => {
     const o = obj(opts);
     if (action === 'check') return tauri.core.invoke('check_updates', { sources: source ? [source] : null });
@@ -120,6 +124,7 @@ function startWeb(page) {
   sendResume = () => webPost(token, 'resume', {}).then((body) => arr(obj(body).resumed));
   sendPolicy = (key, value) => webPost(token, 'policy', { key, value }).then((body) => obj(obj(body).set));
   sendGrant = (source, item, granted) => webPost(token, 'policy/grant', { source, item, granted });
+  sendChoice = (tool, candidate) => webPost(token, 'choose', { tool, candidate }).then((b) => obj(obj(b).conflict));
   sendLifecycle = (action, source, opts) => {
     const o = obj(opts);
     if (action === 'check') return webPost(token, 'updates/check', { sources: source ? [source] : null });
@@ -155,7 +160,7 @@ function startWeb(page) {
 }
 
 /**
- * POST /api/<path> with a JSON body (approve, deny, prompt, resume, policy, policy/grant) → the
+ * POST /api/<path> with a JSON body (approve, deny, prompt, resume, policy, policy/grant, choose) → the
  * 200 answer's JSON, or a rejection with {code, message, recovery} (Berth's error body, or one
  * made here).
  */

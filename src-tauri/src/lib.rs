@@ -133,6 +133,16 @@ async fn grant(
         .map_err(join_error)?
 }
 
+/// The person chooses who serves a contested tool name (as `berth choose`).
+#[tauri::command]
+async fn choose(
+    berth: tauri::State<'_, Berth>,
+    tool: String,
+    candidate: String,
+) -> Result<berth_runtime::snapshot::Conflict, BerthError> {
+    berth.inner().clone().choose(&tool, &candidate).await
+}
+
 /// Manual resume of paused plugin hosts; the backends that were paused.
 #[tauri::command]
 async fn resume(berth: tauri::State<'_, Berth>) -> Result<Vec<String>, BerthError> {
@@ -236,7 +246,8 @@ pub fn run() {
             grant,
             check_updates,
             update,
-            rollback
+            rollback,
+            choose
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

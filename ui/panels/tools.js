@@ -6,7 +6,8 @@ import { arr, obj, str, stateInfo, BACKENDS } from '../words.js';
 import { sourceLink } from '../page.js';
 
 export function renderTools(snap) {
-  const tools = arr(snap.tools).map(obj);
+  const contested = new Set(arr(snap.conflicts).map((c) => str(obj(c).tool)));
+  const tools = arr(snap.tools).map(obj).map((t) => Object.assign({}, t, { contested: contested.has(str(t.name)) }));
   const body = tools.length
     ? el('ul', { className: 'tool-items' }, tools.map(renderTool))
     : el('p', { className: 'muted section-empty', testid: 'tools-empty', text: 'No active tools yet \u2014 approve a source to load its tools.' });
@@ -52,6 +53,9 @@ function renderTool(t) {
       el('span', { className: 'tool-name mono', testid: 'tool-name', text: name }),
       state !== 'active'
         ? el('span', { className: 'badge badge-' + stateInfo(state).tone, text: stateInfo(state).label })
+        : null,
+      t.contested
+        ? el('span', { className: 'badge badge-attention badge-quiet', testid: 'tool-contested', title: 'Several sources register this name: see Tool conflicts', text: 'Contested' })
         : null,
       el('span', { className: 'tool-from' }, [
         'from ',

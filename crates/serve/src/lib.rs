@@ -59,6 +59,7 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui_file!("panels/prompts.js", JS),
     ui_file!("panels/messages.js", JS),
     ui_file!("panels/tools.js", JS),
+    ui_file!("panels/conflicts.js", JS),
     ui_file!("panels/calls.js", JS),
     ui_file!("panels/hosts.js", JS),
     ui_file!("panels/environment.js", JS),
@@ -161,6 +162,7 @@ impl Server {
             .route("/api/updates/check", axum::routing::post(check_updates))
             .route("/api/update", axum::routing::post(update))
             .route("/api/rollback", axum::routing::post(rollback))
+            .route("/api/choose", axum::routing::post(choose))
             .route_layer(middleware::from_fn_with_state(
                 self.state.clone(),
                 require_token,
@@ -468,6 +470,31 @@ struct Change {
     approve_growth: bool,
     #[serde(default)]
     to: Option<i64>,
+}
+
+#[derive(serde::Deserialize)]
+struct Choice {
+    tool: String,
+    candidate: String,
+}
+
+/// The person chooses who serves a contested tool name (as `berth choose`):
+/// `{"tool": "read", "candidate": "plugin-a-1d7e648b"}` → `{"conflict": …}`.
+async fn choose(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let c: Choice = match parse_body(
+        &body,
+        "{\"tool\": .., \"candidate\": ..}",
+        "{\"tool\": \"read\", \"candidate\": \"builtin\"}",
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    answer(
+        s.berth
+            .choose(&c.tool, &c.candidate)
+            .await
+            .map(|conflict| serde_json::json!({ "conflict": conflict })),
+    )
 }
 
 /// Updates one npm plugin (as `berth update`): `{"source": id, "approve_growth"?: bool}` →

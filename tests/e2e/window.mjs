@@ -1,8 +1,9 @@
 // The real Berth window (WebKitGTK under Xvfb) through tauri-driver's W3C WebDriver API.
 // Asserts on data the runtime derived (the folder path from this test's HOME, the policy's
 // entries as `berth policy` resolves them on the same data dir), on a live update after a
-// plugin file appears (the Tauri event path, no reload), and on the update controls updating a
-// real npm plugin from a registry on loopback (the script starts it; REGISTRY_URL).
+// plugin file appears (the Tauri event path, no reload), on a tool conflict chosen in the window
+// (checked with the CLI on the same store), and on the update controls updating a real npm
+// plugin from a registry on loopback (the script starts it; REGISTRY_URL).
 import { execFileSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -130,6 +131,41 @@ try {
     if (JSON.stringify(modes) !== JSON.stringify(wanted)) {
       throw new Error(`source modes differ from berth policy:\n${JSON.stringify(modes)}\n${JSON.stringify(wanted)}`)
     }
+  })
+
+  await test("a tool conflict is chosen in the real window and holds for the CLI", async () => {
+    const cli = process.env.BERTH_BIN ?? join(dirname(app), "berth")
+    const run = (args) =>
+      JSON.parse(execFileSync(cli, [...args, "--json", "--data-dir", dataDir, "--project", project], { encoding: "utf8" }))
+    const tools = join(project, ".opencode", "tools")
+    const plugins = join(project, ".opencode", "plugins")
+    mkdirSync(tools, { recursive: true })
+    mkdirSync(plugins, { recursive: true })
+    writeFileSync(join(tools, "window_pick.ts"),
+      'export default { description: "from the file", args: {}, async execute() { return "file" } }\n')
+    writeFileSync(join(plugins, "window-pick.ts"),
+      'export default async () => ({ tool: { window_pick: { description: "from the plugin", args: {}, async execute() { return "plugin" } } } })\n')
+    const ids = await (async () => {
+      const deadline = Date.now() + 15_000
+      for (;;) {
+        const s = run(["sources"]).sources
+        const file = s.find((x) => x.entry.endsWith("/tools/window_pick.ts"))
+        const plugin = s.find((x) => x.entry.endsWith("/plugins/window-pick.ts"))
+        if (file && plugin) return { file: file.id, plugin: plugin.id }
+        if (Date.now() > deadline) throw new Error("the two sources were not found")
+        await new Promise((r) => setTimeout(r, 100))
+      }
+    })()
+    run(["approve", ids.file, ids.plugin])
+    const conflict = `document.querySelector('[data-testid=conflict][data-tool="window_pick"]')`
+    await waitFor(session, `return ${conflict}?.dataset.state === 'asks'`, "the conflict in the window", 60_000)
+    await wd("POST", `/session/${session}/execute/sync`, {
+      script: `${conflict}.querySelector('[data-testid=conflict-candidate][data-candidate="${ids.file}"] [data-testid=choose]').click(); return true`,
+      args: [],
+    })
+    await waitFor(session, `return ${conflict}?.dataset.state === 'chosen' && ${conflict}.dataset.serving === ${JSON.stringify(ids.file)}`, "the choice in the window", 30_000)
+    const c = run(["conflicts"]).conflicts.find((x) => x.tool === "window_pick")
+    if (c?.state !== "chosen" || c.serving !== ids.file) throw new Error(`berth conflicts says ${JSON.stringify(c)}`)
   })
 
   await test("the update controls update an npm plugin from the registry in the real window", async () => {

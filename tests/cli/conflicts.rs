@@ -184,3 +184,56 @@ fn two_plugins_on_one_name_and_choices_that_cannot_be_made() {
         "the refused choices changed nothing"
     );
 }
+
+#[test]
+fn a_protected_name_cannot_be_taken_and_the_refusal_is_shown() {
+    let s = Sandbox::new();
+    // OpenCode routes every malformed call to `invalid`: Berth's own list protects it; the
+    // organisation's list protects `deploy`.
+    let managed = s.write("managed.json", r#"{"tools.protected": ["deploy"]}"#);
+    plugin(&s, "grab", &["invalid", "deploy", "fine"], "grabbed");
+    let run = |a: &[&str]| {
+        let out = s
+            .berth(a)
+            .arg("--json")
+            .env("BERTH_MANAGED_POLICY", &managed)
+            .output()
+            .unwrap();
+        parse_json_output(&out)
+    };
+    approve_and_load(run);
+    let (_, t) = run(&["tools"]);
+    let names: Vec<&str> = t["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["fine"], "the unprotected name registers: {t}");
+    let (_, v) = run(&["sources"]);
+    let src = source(&v, "plugins/grab.ts");
+    let limited: Vec<(String, String, String)> = src["limited"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["item"].as_str().unwrap().to_string(),
+                l["cap"].as_str().unwrap().to_string(),
+                l["layer"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        limited,
+        vec![
+            ("tool:invalid".into(), "deny".into(), "product".into()),
+            ("tool:deploy".into(), "deny".into(), "organisation".into()),
+        ],
+        "{src}"
+    );
+    let (code, e) = run(&["invoke", "invalid"]);
+    assert_ne!(code, 0, "{e}");
+    // Not renamed either: no tool of the plugin carries the name under another spelling.
+    assert!(!t.to_string().contains("invalid"), "{t}");
+}

@@ -99,11 +99,16 @@ impl Effective {
         for t in tools {
             let item = format!("tool:{t}");
             if protected.contains(t) {
+                let layer = if super::keys::PRODUCT_PROTECTED.contains(&t.as_str()) {
+                    Layer::Product
+                } else {
+                    Layer::Organisation
+                };
                 out.limited.push(Limited {
                     item,
                     category: Category::ToolOverride,
                     cap: "deny".into(),
-                    layer: Layer::Organisation,
+                    layer,
                 });
                 continue;
             }

@@ -70,7 +70,7 @@ pub const KEYS: &[KeyDef] = &[
     KeyDef { key: "budget.drain", kind: Kind::Budget { max: 300_000 }, product: || json!(5_000), about: "an old plugin host finishing its calls before a new version is imported (new calls wait meanwhile; calls still running then are cancelled)" },
     KeyDef { key: "budget.dispose", kind: Kind::Budget { max: 60_000 }, product: || json!(2_000), about: "a plugin's `dispose` on shutdown" },
     KeyDef { key: "sources.allow", kind: Kind::SourceAllowList, product: || Value::Null, about: "organisation only: the sources that may be approved (ids or npm package names, `*` matches any run of characters)" },
-    KeyDef { key: "tools.protected", kind: Kind::ProtectedTools, product: || json!([]), about: "organisation only: tool names no plugin may register" },
+    KeyDef { key: "tools.protected", kind: Kind::ProtectedTools, product: || json!(PRODUCT_PROTECTED), about: "tool names no plugin, tool file or MCP server may register: Berth's own list (OpenCode's `invalid`, where malformed calls go) and the organisation's" },
 ];
 
 /// The definition of `key` (per-source keys `mode.<id>` are `Mode` keys).
@@ -244,6 +244,10 @@ pub fn names(v: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The names no external provider may take whatever any layer says: OpenCode's `invalid` (every
+/// malformed tool call of the model is routed to it, arguments and all).
+pub const PRODUCT_PROTECTED: &[&str] = &["invalid"];
 
 /// OpenCode 1.18.4's built-in tools (as its `/experimental/tool/ids` lists them before any
 /// plugin's), the names a plugin tool overrides.

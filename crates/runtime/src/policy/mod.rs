@@ -142,8 +142,18 @@ impl Effective {
         }
     }
 
+    /// The names no external provider may take: Berth's own list and the organisation's.
     pub fn protected_tools(&self) -> Vec<String> {
-        names(&self.value("tools.protected"))
+        let mut all: Vec<String> = keys::PRODUCT_PROTECTED
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for n in names(&self.value("tools.protected")) {
+            if !all.contains(&n) {
+                all.push(n);
+            }
+        }
+        all
     }
 }
 

@@ -106,7 +106,12 @@ fn drop_ins_join_lists_and_later_files_win() {
     );
     assert_eq!(
         eff.protected_tools(),
-        vec!["bash".to_string(), "edit".to_string()]
+        vec![
+            "invalid".to_string(),
+            "bash".to_string(),
+            "edit".to_string()
+        ],
+        "Berth's own list, then the organisation's"
     );
     assert_eq!(eff.value("cap.ui"), json!("deny"));
 }
@@ -120,6 +125,7 @@ fn a_review_cap_holds_a_contribution_until_granted_and_protected_tools_are_refus
         "mine".to_string(),
         "webfetch".to_string(),
         "deploy".to_string(),
+        "invalid".to_string(),
     ];
     let hooks = vec![
         "chat.params".to_string(),
@@ -140,6 +146,7 @@ fn a_review_cap_holds_a_contribution_until_granted_and_protected_tools_are_refus
         vec![
             ("tool:webfetch", "review"),
             ("tool:deploy", "deny"),
+            ("tool:invalid", "deny"),
             ("hook:chat.params", "review"),
             ("hook:shell.env", "review")
         ]

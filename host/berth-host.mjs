@@ -12,6 +12,7 @@ import { readFileSync, readlinkSync } from "node:fs"
 import { dirname, resolve as resolvePath } from "node:path"
 import { pathToFileURL, fileURLToPath } from "node:url"
 import { Gate, isRefusal, refusalMessage, installDlopenGate } from "./gate.mjs"
+import { truncateResult } from "./truncate.mjs"
 
 lockLanguageHooks()
 
@@ -413,7 +414,7 @@ function validatorOf(def) {
 }
 
 async function invoke(msg) {
-  const { tool: name, args, context, before, after, budgetMs } = msg.body
+  const { tool: name, args, context, before, after, budgetMs, truncate } = msg.body
   const def = toolDefs.get(`${msg.instance}\u0000${name}`)
   if (!def) throw fail("unsupported", `tool ${name} is not loaded in this host`)
   let parsedArgs = args ?? {}
@@ -472,30 +473,38 @@ async function invoke(msg) {
     }
     // The arguments the tool really got, for the receipt.
     const ranWith = changedArgs.length ? { finalArgs: parsedArgs } : {}
-    const result = normalizeResult(await def.execute(parsedArgs, ctx))
+    // OpenCode truncates the tool's own result before `tool.execute.after` sees it.
+    const own = await def.execute(parsedArgs, ctx)
+    const result = truncate ? truncateResult(normalizeResult(own, truncate.keepMax), truncate, MAX_OUTPUT, fail) : normalizeResult(own)
     // Berth's own fields first: serialising plugin values may run plugin getters, and what
     // is written before them is out of their reach (`frameJson`).
     if (!after?.length) return { transformedBy: changedArgs, ...ranWith, ...result }
-    const raw = structuredClone(result)
-    const chained = await hookChain({ name: "tool.execute.after", instances: after, input: { ...hookInput, args: parsedArgs }, output: result, budgetMs })
+    // The full text is Berth's, not the hooks'.
+    const { full, spilled, ...seen } = result
+    const kept = { ...(full === undefined ? {} : { full }), ...(spilled === undefined ? {} : { spilled }) }
+    const raw = structuredClone(seen)
+    const chained = await hookChain({ name: "tool.execute.after", instances: after, input: { ...hookInput, args: parsedArgs }, output: seen, budgetMs })
     const final = chained.output
     if (!isPlainObject(final) || typeof final.output !== "string") throw fail("invalid-response", `tool.execute.after left a result without an output string (plugins: ${after.join(", ")})`)
     const changed = frameJson(final) !== frameJson(raw)
     const by = [...changedArgs, ...chained.steps.map((s) => s.instance)]
-    return { transformedBy: new SafeSet(by).values(), ...ranWith, raw: changed ? raw : null, ...normalizeResult(final) }
+    return { transformedBy: new SafeSet(by).values(), ...ranWith, ...kept, raw: changed ? raw : null, ...normalizeResult(final) }
   } finally {
     cancels.delete(msg.cancel_id)
   }
 }
 
-/** OpenCode's normalisation: a string, or {title?, output, metadata?, attachments?}. */
-function normalizeResult(raw) {
+/**
+ * OpenCode's normalisation: a string, or {title?, output, metadata?, attachments?}. The output
+ * may be as large as `limit` (a tool's own result, truncated next) or the frame budget.
+ */
+function normalizeResult(raw, limit = MAX_OUTPUT) {
   let result
   if (typeof raw === "string") result = { title: "", output: raw, metadata: {} }
   else if (raw !== null && typeof raw === "object" && typeof raw.output === "string")
     result = { title: raw.title ?? "", output: raw.output, metadata: raw.metadata ?? {}, attachments: raw.attachments }
   else throw fail("invalid-response", `the tool returned ${raw === null ? "null" : typeof raw}; a tool must return a string or { output: string } (OpenCode fails on this too)`)
-  if (bufferByteLength(result.output) > MAX_OUTPUT) throw fail("invalid-response", `the tool's output is over ${MAX_OUTPUT} bytes`)
+  if (bufferByteLength(result.output) > limit) throw fail("invalid-response", `the tool's output is over ${limit} bytes`)
   return result
 }
 

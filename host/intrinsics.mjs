@@ -38,6 +38,9 @@ export const arraySort = uncurry(Array.prototype.sort)
 export const stringSlice = uncurry(String.prototype.slice)
 export const stringIndexOf = uncurry(String.prototype.indexOf)
 export const stringStartsWith = uncurry(String.prototype.startsWith)
+export const stringSplit = uncurry(String.prototype.split)
+export const arrayJoin = uncurry(Array.prototype.join)
+export const arrayUnshift = uncurry(Array.prototype.unshift)
 export const URLCtor = URL
 const urlOrigin = uncurry(Object.getOwnPropertyDescriptor(URL.prototype, "origin").get)
 /** The origin of a URL string, by the captured parser (throws on what is not a URL). */

@@ -22,6 +22,7 @@ mod oracle_hooks;
 mod oracle_input;
 mod oracle_mcp;
 mod oracle_tools;
+mod outputs;
 mod plugins;
 mod policy;
 mod registry_fixture;

@@ -125,6 +125,15 @@ impl Catalog {
             cancel: control.cancel,
             metadata: control.metadata,
         };
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| outputs::sweep(&self.core.options.data_dir));
+        // Where the full text of a truncated output is kept (the host truncates, D-015).
+        let truncate = outputs::spec(
+            &self.core.options.data_dir,
+            &receipt_id,
+            &tool_host,
+            &entry.provider.source_id,
+        );
         let project = &self.core.status().project;
         let context = serde_json::json!({
             "directory": project.directory,
@@ -168,7 +177,7 @@ impl Catalog {
             host.call(
                 &entry.provider.source_id,
                 CallKind::Invoke,
-                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&before), "after": ids(&after) }),
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&before), "after": ids(&after), "truncate": truncate }),
                 opts,
             )
             .await
@@ -179,12 +188,22 @@ impl Catalog {
                 tool,
                 &args,
                 context,
+                &truncate,
                 &before,
                 &after,
                 opts,
             )
             .await
         };
+        // The full text of a truncated output is kept beside the receipt; the caller gets the
+        // head and the notice, as OpenCode's model does.
+        let outcome = outcome.and_then(|mut v| {
+            outputs::keep_full(&truncate, &mut v)?;
+            Ok(v)
+        });
+        if outcome.is_err() {
+            outputs::discard_spill(&truncate);
+        }
         // The output budget holds on this side too, whatever the host let through.
         let outcome = outcome.and_then(|v| {
             let size = v["output"].as_str().map_or(0, str::len);
@@ -274,6 +293,7 @@ impl Catalog {
         tool: &str,
         args: &Value,
         context: Value,
+        truncate: &Value,
         before: &[(String, HostKey)],
         after: &[(String, HostKey)],
         opts: CallOptions,
@@ -314,7 +334,7 @@ impl Catalog {
             .call(
                 source_id,
                 CallKind::Invoke,
-                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": [], "after": [] }),
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": [], "after": [], "truncate": truncate }),
                 opts.clone(),
             )
             .await?;
@@ -325,6 +345,11 @@ impl Catalog {
             v["transformedBy"] = serde_json::json!(by);
             return Ok(v);
         }
+        // The full text is Berth's, not the hooks'.
+        let kept: serde_json::Map<String, Value> = ["full", "spilled"]
+            .into_iter()
+            .filter_map(|k| v.as_object_mut()?.remove(k).map(|x| (k.to_string(), x)))
+            .collect();
         let raw = serde_json::json!({ "title": v["title"], "output": v["output"], "metadata": v["metadata"] });
         let mut input = hook_input;
         input["args"] = args;
@@ -351,11 +376,15 @@ impl Catalog {
             }
         }
         let changed = fin != &raw;
-        Ok(serde_json::json!({
+        let mut answer = serde_json::json!({
             "title": fin["title"], "output": fin["output"], "metadata": fin["metadata"],
             "raw": if changed { raw } else { Value::Null },
             "transformedBy": by,
             "finalArgs": v["finalArgs"],
-        }))
+        });
+        if let Some(o) = answer.as_object_mut() {
+            o.extend(kept);
+        }
+        Ok(answer)
     }
 }

@@ -12,6 +12,7 @@ mod choices;
 pub mod conflicts;
 mod invoke;
 pub use invoke::CallControl;
+pub mod outputs;
 mod prepare;
 mod restricted;
 

@@ -10,6 +10,7 @@ mod activate;
 mod chains;
 mod invoke;
 pub use invoke::CallControl;
+mod mcp;
 mod prepare;
 mod restricted;
 
@@ -266,6 +267,8 @@ pub(crate) struct Catalog {
     effective_config: Mutex<Option<Value>>,
     /// Itself, for the tasks it starts (events, `keep_active`).
     me: Weak<Catalog>,
+    /// The connections to approved MCP servers (their tools are registered here like others).
+    mcp: crate::mcp_servers::McpServers,
 }
 
 impl Catalog {
@@ -278,6 +281,7 @@ impl Catalog {
             activating: tokio::sync::Mutex::new(()),
             effective_config: Mutex::new(None),
             me: me.clone(),
+            mcp: crate::mcp_servers::McpServers::new(),
         })
     }
 
@@ -308,6 +312,7 @@ impl Catalog {
     /// Stops every plugin host after OpenCode's finaliser: every `dispose` hook, errors only
     /// logged, bounded in time (nothing is sent when no plugin has one).
     pub(crate) async fn shutdown_hosts(&self) {
+        self.mcp.close_all().await;
         if let Some(s) = self.core.supervisor_if_started() {
             let _ = self
                 .run_chain_full(
@@ -388,7 +393,7 @@ impl Catalog {
             .into_iter()
             .filter(|b| sup.resume(*b))
             .collect();
-        if !resumed.is_empty() {
+        if self.mcp.resume_all() || !resumed.is_empty() {
             self.state
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -428,6 +433,7 @@ impl Catalog {
                             SourceKind::StandaloneTool
                                 | SourceKind::FilePlugin
                                 | SourceKind::NpmPlugin
+                                | SourceKind::Mcp
                         )
                     })
                     .map(|s| {

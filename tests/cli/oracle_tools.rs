@@ -144,3 +144,67 @@ fn a_name_several_sources_register_goes_to_the_tool_opencode_gives_the_model() {
         assert!(compare(&wrong, &recorded).is_err(), "{name} from {loser}");
     }
 }
+
+/// How OpenCode's description of a tool whose id is `task` differs from Berth's (D-039): Err
+/// says how, when it is anything but OpenCode's agent list appended.
+fn task_difference(berth: &str, opencode: &str) -> Result<Vec<String>, String> {
+    let rest = opencode
+        .strip_prefix(berth)
+        .ok_or_else(|| format!("OpenCode's description does not start with Berth's:\n berth:    {berth:?}\n opencode: {opencode:?}"))?;
+    let list = rest
+        .strip_prefix("\nAvailable agent types and the tools they have access to:\n")
+        .ok_or_else(|| format!("OpenCode appends something else than its agent list: {rest:?}"))?;
+    let agents: Vec<String> = list
+        .lines()
+        .map(|l| {
+            l.strip_prefix("- ")
+                .and_then(|a| a.split(':').next())
+                .map(str::to_string)
+                .ok_or_else(|| format!("not an agent line: {l:?}"))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(agents)
+}
+
+#[test]
+fn a_plugins_task_tool_is_described_as_opencode_does_without_its_agent_list() {
+    let recorded = recorded_in("task.json");
+    let s = Sandbox::new();
+    s.copy_fixture(
+        "task-tool/project/.opencode/plugins/task.ts",
+        "project/.opencode/plugins/task.ts",
+    );
+    // `task` is one of OpenCode's built-ins: the override cap lets it through.
+    assert_eq!(
+        s.run_json(&["policy", "set", "cap.tool-override", "allow"])
+            .0,
+        0
+    );
+    approve_and_load(|a| s.run_json(a));
+    let (code, v) = s.run_json(&["tools"]);
+    assert_eq!(code, 0, "{v}");
+    let ours = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "task")
+        .unwrap_or_else(|| panic!("no task tool: {v}"));
+    assert_eq!(ours["parameters"], recorded["tool"]["parameters"]);
+    let theirs = recorded["tool"]["description"].as_str().unwrap();
+    let agents = task_difference(ours["description"].as_str().unwrap(), theirs)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // OpenCode's list: its own subagents, the config's, and the one the plugin's `config` hook
+    // added — sorted, primary agents left out.
+    assert_eq!(
+        agents,
+        ["docs-writer", "explore", "general", "plugin-reviewer"],
+        "{theirs}"
+    );
+    // Negative controls: another description, or something else appended, fails.
+    assert!(task_difference("Runs something else.", theirs).is_err());
+    assert!(task_difference(
+        ours["description"].as_str().unwrap(),
+        &format!("{theirs}\ntrailing")
+    )
+    .is_err());
+}

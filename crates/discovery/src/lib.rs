@@ -15,6 +15,7 @@ pub mod digest;
 pub mod env;
 pub mod facts;
 pub mod graph;
+pub mod mcp;
 pub mod prepared;
 pub mod resolve;
 pub mod scan;
@@ -24,6 +25,7 @@ pub mod spec;
 pub use digest::{sha256_hex, sha256_parts};
 pub use env::{OpencodeEnv, Switch};
 pub use graph::{ConfigDir, ConfigFile, ConfigGraph, ConfigRole, DirRole};
+pub use mcp::{opencode_tool_key, McpTarget};
 pub use resolve::Runtime;
 pub use scan::{
     config_dir_of, npm_current_version, npm_entry, npm_install_dir, npm_pointer, npm_slot_dir,

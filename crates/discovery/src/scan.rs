@@ -272,30 +272,16 @@ impl Scanner {
             sources.push(s);
         }
         for (order, m) in graph.mcp.iter().enumerate() {
+            // The approval binds to the entry as written: any change of its command, URL,
+            // variables or headers asks again.
             let digest = sha256_hex(m.config.to_string().as_bytes());
-            let mut caps = Capabilities::default();
-            match m.config.get("type").and_then(Value::as_str) {
-                Some("local") => {
-                    caps.process.insert("MCP server command".into());
-                }
-                Some("remote") => {
-                    caps.network.insert("MCP server URL".into());
-                }
-                _ => {}
-            }
-            let mut s = Pending {
+            let facts = crate::mcp::describe(&m.name, &m.config);
+            let s = Pending {
                 digest,
-                capabilities: caps,
+                capabilities: facts.capabilities,
+                diagnostics: facts.diagnostics,
                 ..Pending::default()
             };
-            s.diagnostics.push(Diagnostic::new(
-                "unsupported",
-                format!(
-                    "MCP server `{}` is listed; Berth does not connect MCP servers yet",
-                    m.name
-                ),
-                "use it from OpenCode for now; Berth will list its tools once MCP support lands",
-            ));
             let mut src = finish(
                 s,
                 SourceKind::Mcp,
@@ -307,7 +293,9 @@ impl Scanner {
                 order,
                 Path::new(&format!("{}#{}", m.origin.display(), m.name)),
             );
-            src.state = SourceState::Unsupported;
+            if facts.state != SourceState::Discovered {
+                src.state = facts.state;
+            }
             sources.push(src);
         }
         // Forget files no source uses any more.

@@ -46,7 +46,13 @@ pub fn key_for(source: &Source, domain: &str, backend: RuntimeKind, project: &st
     ApprovalKey {
         source_id: source.id.clone(),
         domain: domain.to_string(),
-        backend: backend_name(backend).into(),
+        // An MCP server runs on no JavaScript backend: its decision does not move with one.
+        backend: if source.kind == SourceKind::Mcp {
+            "none"
+        } else {
+            backend_name(backend)
+        }
+        .into(),
         project: project.to_string(),
     }
 }
@@ -125,12 +131,12 @@ pub fn evaluate(
         domain: key.domain.clone(),
         step: None,
     };
-    if source.kind == SourceKind::Mcp
-        || matches!(
-            source.state,
-            SourceState::Unsupported | SourceState::IncompatibleVersion
-        )
-    {
+    // What discovery already knows does not run: a broken or unusable entry, Berth itself, an
+    // MCP server switched off in the config (`enabled: false`, never asked about).
+    if matches!(
+        source.state,
+        SourceState::Unsupported | SourceState::IncompatibleVersion | SourceState::Disabled
+    ) {
         return (source.state, view);
     }
     let state = match row {

@@ -94,11 +94,22 @@ impl Decisions {
                 .collect(),
         };
         for s in &chosen {
-            if s.kind == SourceKind::Mcp || s.state == SourceState::Unsupported {
+            // Unusable, or switched off in the config (disabled without a denial): nothing to
+            // decide on. A denied source (disabled by that denial) may be approved again.
+            let off_in_config =
+                s.state == SourceState::Disabled && s.approval.decision != Some(Decision::Deny);
+            if s.state == SourceState::Unsupported || off_in_config {
                 return Err(BerthError::new(
                     code::UNSUPPORTED,
                     "approval",
-                    format!("{} cannot be approved: it is not supported yet", s.id),
+                    format!(
+                        "{} cannot be approved: {}",
+                        s.id,
+                        s.diagnostics
+                            .first()
+                            .map(|d| d.message.as_str())
+                            .unwrap_or("it is not supported")
+                    ),
                     "see the source's diagnostics",
                 )
                 .for_plugin(s.id.clone()));

@@ -25,6 +25,7 @@ pub mod deps;
 mod governor;
 mod integrity;
 pub mod logging;
+mod mcp_servers;
 mod plugin_calls;
 pub mod policy;
 mod project;

@@ -161,7 +161,11 @@ impl Status {
                     // Why it does not run, when preparing or loading it failed here.
                     let failure = failures
                         .get(&src.id)
-                        .filter(|_| state == SourceState::LoadFailed)
+                        .filter(|_| {
+                            state == SourceState::LoadFailed
+                                || (src.kind == berth_discovery::SourceKind::Mcp
+                                    && matches!(state, SourceState::Unsupported | SourceState::Paused))
+                        })
                         .map(|e| berth_discovery::Diagnostic::new(e.code, e.message.clone(), e.recovery.clone()));
                     let mut policy_note = None;
                     if matches!(state, SourceState::PendingApproval | SourceState::Approved) {

@@ -89,7 +89,10 @@ impl Catalog {
         let loadable = |s: &&berth_discovery::Source| {
             matches!(
                 s.kind,
-                SourceKind::StandaloneTool | SourceKind::FilePlugin | SourceKind::NpmPlugin
+                SourceKind::StandaloneTool
+                    | SourceKind::FilePlugin
+                    | SourceKind::NpmPlugin
+                    | SourceKind::Mcp
             ) && !s.capabilities.contents_unknown
                 && !matches!(
                     s.state,
@@ -212,10 +215,23 @@ impl Catalog {
             cat.unreadable = unreadable.clone();
             gone
         };
+        // A revoked MCP server is disconnected and its process stopped now.
+        self.mcp.disconnect(&withdrawn).await;
         let sup = match self.core.supervisor().await {
             Ok(s) => s,
             Err(e) => {
                 act.problems.push(e);
+                // MCP servers need no plugin host.
+                let mcp: Vec<&berth_discovery::Source> = cleared
+                    .values()
+                    .filter(|s| s.kind == SourceKind::Mcp)
+                    .copied()
+                    .collect();
+                for source in mcp {
+                    self.activate_mcp(&fresh.graph, source, backend, &mut act)
+                        .await;
+                }
+                act.tools = self.state().tools.values().cloned().collect();
                 return act;
             }
         };
@@ -365,6 +381,11 @@ impl Catalog {
         cleared
             .sort_by_key(|(_, s, known)| (*known, s.kind != SourceKind::StandaloneTool, s.order));
         for (id, source, known) in cleared {
+            if source.kind == SourceKind::Mcp {
+                self.activate_mcp(&fresh.graph, source, backend, &mut act)
+                    .await;
+                continue;
+            }
             if known {
                 // The held ones' hosts stop before anything else is imported there.
                 self.retire_held(&sup, &mut held).await;

@@ -67,6 +67,11 @@ impl Catalog {
                 }
             }
         };
+        if entry.provider.kind == SourceKind::Mcp {
+            return self
+                .invoke_mcp(&entry, tool, args, idempotency_key, timeout, control)
+                .await;
+        }
         let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
         let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
         let me = std::process::id();

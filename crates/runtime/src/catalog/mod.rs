@@ -12,6 +12,7 @@ mod choices;
 pub mod conflicts;
 mod invoke;
 pub use invoke::CallControl;
+mod mcp;
 pub mod outputs;
 mod prepare;
 mod restricted;
@@ -386,6 +387,8 @@ pub(crate) struct Catalog {
     effective_config: Mutex<Option<Value>>,
     /// Itself, for the tasks it starts (events, `keep_active`).
     me: Weak<Catalog>,
+    /// The connections to approved MCP servers (their tools are registered here like others).
+    mcp: crate::mcp_servers::McpServers,
 }
 
 impl Catalog {
@@ -398,6 +401,7 @@ impl Catalog {
             activating: tokio::sync::Mutex::new(()),
             effective_config: Mutex::new(None),
             me: me.clone(),
+            mcp: crate::mcp_servers::McpServers::new(),
         })
     }
 
@@ -428,6 +432,7 @@ impl Catalog {
     /// Stops every plugin host after OpenCode's finaliser: every `dispose` hook, errors only
     /// logged, bounded in time (nothing is sent when no plugin has one).
     pub(crate) async fn shutdown_hosts(&self) {
+        self.mcp.close_all().await;
         if let Some(s) = self.core.supervisor_if_started() {
             let _ = self
                 .run_chain_full(
@@ -508,7 +513,7 @@ impl Catalog {
             .into_iter()
             .filter(|b| sup.resume(*b))
             .collect();
-        if !resumed.is_empty() {
+        if self.mcp.resume_all() || !resumed.is_empty() {
             self.state
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -548,6 +553,7 @@ impl Catalog {
                             SourceKind::StandaloneTool
                                 | SourceKind::FilePlugin
                                 | SourceKind::NpmPlugin
+                                | SourceKind::Mcp
                         )
                     })
                     .map(|s| {

@@ -1,0 +1,183 @@
+//! MCP servers in the catalog: an approved MCP source is connected when activation clears it
+//! (`mcp_servers` holds the connection) and its tools are offered like every other source's
+//! (`offer` → `register_tools`, under OpenCode's keys); a call of one is a receipted
+//! `tools/call` with the deadline and cancel of every call.
+
+use std::time::Duration;
+
+use berth_store::{Accepted, Finish, NewReceipt, Receipt, ReceiptStatus};
+
+use crate::error::{code, BerthError};
+use crate::host::HostKey;
+
+use super::*;
+
+impl Catalog {
+    /// Connects cleared MCP source `source` and offers its tools; on failure the source shows
+    /// why (`unsupported` for a transport Berth lacks, `paused` past its restart budget).
+    pub(super) async fn activate_mcp(
+        &self,
+        graph: &berth_discovery::ConfigGraph,
+        source: &berth_discovery::Source,
+        backend: RuntimeKind,
+        act: &mut Activation,
+    ) {
+        let id = source.id.clone();
+        let connected = match berth_discovery::mcp::target_of(graph, source) {
+            None => Err(BerthError::new(
+                code::ACTION_REQUIRED,
+                &format!("mcp:{}", source.entry),
+                format!(
+                    "MCP server `{}` has no command or URL Berth can use",
+                    source.entry
+                ),
+                "fix its entry in the config",
+            )),
+            Some(target) => {
+                let timeout = graph
+                    .mcp
+                    .iter()
+                    .find(|m| m.name == source.entry && m.origin == source.origin)
+                    .and_then(|m| m.config.get("timeout"))
+                    .and_then(Value::as_u64)
+                    .map(Duration::from_millis);
+                self.mcp
+                    .connect(source, target, timeout, graph.directory.clone())
+                    .await
+            }
+        };
+        let host = HostKey::shared(backend);
+        let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match connected {
+            Ok(offered) => {
+                let tools: Vec<ToolEntry> = offered
+                    .into_iter()
+                    .map(|o| ToolEntry {
+                        host: host.clone(),
+                        order: source.order,
+                        name: o.key,
+                        description: o.tool.description,
+                        parameters: o.tool.input_schema,
+                        provider: Provider {
+                            source_id: id.clone(),
+                            kind: SourceKind::Mcp,
+                            backend,
+                        },
+                        state: SourceState::Active,
+                    })
+                    .collect();
+                cat.loaded.insert(id.clone(), source.digest.clone());
+                cat.activity.insert(id.clone(), SourceState::Active);
+                cat.failures.remove(&id);
+                let policy = self.policy.current();
+                cat.offer(
+                    &id,
+                    Offered {
+                        host,
+                        order: source.order,
+                        plugin: false,
+                        tools,
+                        hooks: Vec::new(),
+                        auth: Vec::new(),
+                    },
+                    &policy,
+                );
+            }
+            Err(e) => {
+                let e = e.for_plugin(id.clone());
+                let state = if self.mcp.paused(&id).is_some() {
+                    SourceState::Paused
+                } else if e.code == code::UNSUPPORTED {
+                    SourceState::Unsupported
+                } else {
+                    SourceState::LoadFailed
+                };
+                cat.activity.insert(id.clone(), state);
+                cat.failures.insert(id.clone(), e.clone());
+                // A server that is down keeps its claims: its conflicts stay shown.
+                cat.suspend(&id);
+                cat.loaded.remove(&id);
+                act.problems.push(e);
+            }
+        }
+    }
+
+    /// One call of an MCP tool: receipt `accepted` → `running` → final, one `tools/call`.
+    pub(super) async fn invoke_mcp(
+        &self,
+        entry: &ToolEntry,
+        tool: &str,
+        args: Value,
+        idempotency_key: Option<&str>,
+        timeout: Option<Duration>,
+        control: CallControl,
+    ) -> Result<Receipt, BerthError> {
+        let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
+        let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
+        let source_id = &entry.provider.source_id;
+        let accepted = self.core.with_store(|s| {
+            s.accept_receipt(&NewReceipt {
+                receipt_id: &receipt_id,
+                idempotency_key,
+                tool,
+                source_id,
+                args_digest: &args_digest,
+                owner_pid: std::process::id(),
+                owner_start: crate::host::procs::own_start_time(),
+            })
+        })?;
+        if let Accepted::Existing(r) = accepted {
+            return Ok(*r);
+        }
+        self.core
+            .with_store(|s| s.mark_receipt_running(&receipt_id))?;
+        let deadline = timeout.unwrap_or_else(|| self.policy.current().budget("budget.tool"));
+        let outcome = self
+            .mcp
+            .call(source_id, tool, args, deadline, control.cancel)
+            .await;
+        let metadata = outcome.as_ref().ok().map(|r| {
+            serde_json::json!({ "content": r.content, "structuredContent": r.structured, "isError": r.is_error })
+        });
+        let failed_text;
+        let end = match &outcome {
+            Ok(r) if r.is_error => {
+                failed_text = format!("the tool answered with an error: {}", r.text);
+                Finish {
+                    output: Some(&r.text),
+                    metadata: metadata.as_ref(),
+                    error: Some((code::PLUGIN_FAILED, &failed_text)),
+                    ..Finish::new(ReceiptStatus::Failed)
+                }
+            }
+            Ok(r) => Finish {
+                output: Some(&r.text),
+                metadata: metadata.as_ref(),
+                ..Finish::new(ReceiptStatus::Completed)
+            },
+            Err(e) => Finish {
+                error: Some((e.code, &e.message)),
+                ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
+                    ReceiptStatus::Cancelled
+                } else {
+                    ReceiptStatus::Failed
+                })
+            },
+        };
+        let finished = self
+            .core
+            .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
+        let receipt = match finished {
+            Some(r) => Some(r),
+            None => self.core.with_store(|s| s.receipt(&receipt_id))?,
+        };
+        receipt.ok_or_else(|| {
+            BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "receipts",
+                "the receipt vanished",
+                "retry",
+            )
+        })
+    }
+}

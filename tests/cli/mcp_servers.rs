@@ -1,0 +1,365 @@
+//! MCP servers from OpenCode's config as sources, with the fixture server written here
+//! (`fixtures/mcp/fixture-server.mjs`, real processes): discovered with what they would run or
+//! reach, approved like every source, listed under OpenCode's keys with the server's schemas,
+//! called, cancelled, crashed; reached over streamable HTTP; what Berth cannot or must not
+//! connect said so.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::support::{alive, assert_not_in_any_file, repo_root, Sandbox};
+
+fn fixture() -> String {
+    repo_root()
+        .join("fixtures/mcp/fixture-server.mjs")
+        .display()
+        .to_string()
+}
+
+/// A sandbox whose project config lists `servers` as its `mcp`.
+fn with_servers(servers: Value) -> Sandbox {
+    let s = Sandbox::new();
+    s.write(
+        "project/opencode.json",
+        &json!({ "$schema": "https://opencode.ai/config.json", "mcp": servers }).to_string(),
+    );
+    s
+}
+
+/// The fixture on stdio, logging what it sees to `log`.
+fn stdio_entry(log: &Path) -> Value {
+    json!({
+        "type": "local",
+        "command": ["node", fixture()],
+        "environment": { "MCP_FIXTURE_LOG": log.display().to_string(), "FIXTURE_TOKEN": "canary-9f2c41" },
+    })
+}
+
+fn source_named<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "mcp" && s["entry"] == name)
+        .unwrap_or_else(|| panic!("no MCP source {name}: {v}"))
+}
+
+fn log_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Waits until `log` has a line starting with `prefix` (the event that proves the state).
+fn wait_for_line(log: &Path, prefix: &str) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while !log_lines(log).iter().any(|l| l.starts_with(prefix)) {
+        assert!(
+            Instant::now() < until,
+            "no `{prefix}` in {:?}",
+            log_lines(log)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn approve(s: &Sandbox, name: &str) -> String {
+    let (_, v) = s.run_json(&["sources"]);
+    let id = source_named(&v, name)["id"].as_str().unwrap().to_string();
+    let (code, out) = s.run_json(&["approve", &id]);
+    assert_eq!(code, 0, "{out}");
+    id
+}
+
+#[test]
+fn an_approved_stdio_server_is_listed_under_opencode_keys_and_called() {
+    let s = Sandbox::new();
+    let log = s.root.path().join("fixture.log");
+    let s = {
+        s.write(
+            "project/opencode.json",
+            &json!({ "mcp": { "fx.tools": stdio_entry(&log) } }).to_string(),
+        );
+        s
+    };
+    // Before approval: what it would run and which variables it gets, by name; nothing started.
+    let (_, v) = s.run_json(&["sources"]);
+    let src = source_named(&v, "fx.tools");
+    assert_eq!(src["state"], "pending-approval", "{src}");
+    let summary = src["capabilities"]["summary"].to_string();
+    assert!(summary.contains("fixture-server.mjs"), "{summary}");
+    assert!(summary.contains("FIXTURE_TOKEN") && summary.contains("MCP_FIXTURE_LOG"));
+    assert!(!summary.contains("canary-9f2c41"));
+    let (_, tools) = s.run_json(&["tools"]);
+    assert_eq!(tools["tools"], json!([]));
+    assert!(log_lines(&log).is_empty(), "started before approval");
+
+    let id = approve(&s, "fx.tools");
+    let (code, tools) = s.run_json(&["tools"]);
+    assert_eq!(code, 0, "{tools}");
+    let mut names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    // OpenCode's keys: the server's and the tool's names sanitized, joined by `_`.
+    let mut want: Vec<String> = ["crash", "dotted.name", "echo", "fails", "slow"]
+        .iter()
+        .map(|t| berth_discovery::opencode_tool_key("fx.tools", t))
+        .collect();
+    want.sort();
+    assert_eq!(names, want);
+    assert!(names.contains(&"fx_tools_dotted_name"));
+    let echo = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "fx_tools_echo")
+        .unwrap();
+    assert_eq!(echo["provider"]["kind"], "mcp");
+    assert_eq!(echo["provider"]["source_id"], id.as_str());
+    assert_eq!(
+        echo["parameters"],
+        json!({"type": "object", "properties": {"text": {"type": "string", "description": "what to say back"}}, "required": ["text"]})
+    );
+
+    let (code, r) = s.run_json(&["invoke", "fx_tools_echo", "--args", r#"{"text":"ahoy"}"#]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["output"], "ahoy");
+    assert_eq!(r["source_id"], id.as_str());
+    let (_, r) = s.run_json(&["invoke", "fx_tools_dotted_name", "--args", r#"{"n":7}"#]);
+    assert_eq!(r["output"], "dotted 7", "{r}");
+    // A tool's own error is the call's failure, with its text.
+    let (_, r) = s.run_json(&["invoke", "fx_tools_fails", "--args", "{}"]);
+    assert_eq!(r["status"], "failed", "{r}");
+    assert!(log_lines(&log).contains(&"call dotted.name".to_string()));
+    // The variable's value went to the server only: not to the store, the logs or status.
+    let (_, status) = s.run_json(&["status"]);
+    assert!(!status.to_string().contains("canary-9f2c41"));
+    assert_not_in_any_file(&s.data_dir(), "canary-9f2c41");
+
+    // Denied: its tools are gone and nothing of it starts.
+    let (code, _) = s.run_json(&["deny", &id]);
+    assert_eq!(code, 0);
+    let before = log_lines(&log).len();
+    let (_, tools) = s.run_json(&["tools"]);
+    assert_eq!(tools["tools"], json!([]));
+    assert_eq!(log_lines(&log).len(), before, "a denied server was started");
+}
+
+/// `berth invoke` of `tool` in the background.
+fn invoke_in_background(s: &Sandbox, tool: &str, args: &str) -> Child {
+    s.berth(&["invoke", tool, "--args", args])
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn started_pids(log: &Path) -> Vec<u32> {
+    log_lines(log)
+        .iter()
+        .filter_map(|l| l.strip_prefix("started ").and_then(|p| p.parse().ok()))
+        .collect()
+}
+
+#[test]
+fn cancel_reaches_the_server_and_the_receipt_ends_cancelled() {
+    let s = Sandbox::new();
+    let log = s.root.path().join("fixture.log");
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fx": stdio_entry(&log) } }).to_string(),
+    );
+    approve(&s, "fx");
+    let child = invoke_in_background(&s, "fx_slow", r#"{"ms":60000}"#);
+    wait_for_line(&log, "call slow");
+    let pid = *started_pids(&log).last().unwrap();
+    let asked = Instant::now();
+    // SAFETY: a plain signal to the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let took = asked.elapsed();
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(r["status"], "cancelled", "{r}");
+    assert_eq!(r["error"]["code"], "cancelled", "{r}");
+    // The server saw `notifications/cancelled` for the call, and did not finish it.
+    let lines = log_lines(&log);
+    assert!(
+        lines.iter().any(|l| l.starts_with("cancelled ")),
+        "{lines:?}"
+    );
+    assert!(!lines.contains(&"completed slow".to_string()), "{lines:?}");
+    assert!(took < Duration::from_millis(3000), "cancel took {took:?}");
+    assert!(!alive(pid), "the server outlived the cancel");
+
+    // A deadline ends the same way, reported as the deadline.
+    let (_, r) = s.run_json(&[
+        "invoke",
+        "fx_slow",
+        "--args",
+        r#"{"ms":60000}"#,
+        "--timeout-ms",
+        "300",
+    ]);
+    assert_eq!(r["status"], "cancelled", "{r}");
+    assert_eq!(r["error"]["code"], "timeout", "{r}");
+    assert_eq!(
+        log_lines(&log)
+            .iter()
+            .filter(|l| l.starts_with("cancelled "))
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_crash_mid_call_ends_it_process_lost_and_is_never_replayed() {
+    let s = Sandbox::new();
+    let log = s.root.path().join("fixture.log");
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fx": stdio_entry(&log) } }).to_string(),
+    );
+    approve(&s, "fx");
+    let (code, r) = s.run_json(&["invoke", "fx_crash", "--args", "{}"]);
+    assert_eq!(code, 1, "{r}");
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["error"]["code"], "process-lost", "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("`fx`"));
+    let calls = |log: &Path| log_lines(log).iter().filter(|l| *l == "call crash").count();
+    assert_eq!(calls(&log), 1, "{:?}", log_lines(&log));
+    // The next call starts the server again and works; the crashed call was not sent again.
+    let (_, r) = s.run_json(&["invoke", "fx_echo", "--args", r#"{"text":"after"}"#]);
+    assert_eq!(r["output"], "after", "{r}");
+    assert_eq!(calls(&log), 1);
+}
+
+/// Starts the fixture over HTTP (`--http 0` or `--sse-only 0`) and returns it with its URL.
+fn http_fixture(mode: &str, log: &Path) -> (Child, String) {
+    let mut child = Command::new("node")
+        .arg(fixture())
+        .arg(mode)
+        .arg("0")
+        .env("MCP_FIXTURE_LOG", log)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url: Value = serde_json::from_str(&line).unwrap();
+    (child, url["url"].as_str().unwrap().to_string())
+}
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_remote_server_over_streamable_http_is_listed_and_called() {
+    let s = Sandbox::new();
+    let log: PathBuf = s.root.path().join("http.log");
+    let (child, url) = http_fixture("--http", &log);
+    let _server = Killed(child);
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "web": { "type": "remote", "url": url, "headers": { "X-Api-Key": "canary-77ab" } } } })
+            .to_string(),
+    );
+    let (_, v) = s.run_json(&["sources"]);
+    let summary = source_named(&v, "web")["capabilities"]["summary"].to_string();
+    assert!(
+        summary.contains("127.0.0.1") && summary.contains("X-Api-Key"),
+        "{summary}"
+    );
+    assert!(!summary.contains("canary-77ab"));
+    approve(&s, "web");
+    let (_, tools) = s.run_json(&["tools"]);
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"web_echo") && names.contains(&"web_dotted_name"),
+        "{tools}"
+    );
+    let (_, r) = s.run_json(&["invoke", "web_echo", "--args", r#"{"text":"over http"}"#]);
+    assert_eq!(r["output"], "over http", "{r}");
+    assert_not_in_any_file(&s.data_dir(), "canary-77ab");
+}
+
+#[test]
+fn an_sse_only_server_is_unsupported_and_says_which_transport() {
+    let s = Sandbox::new();
+    let log = s.root.path().join("sse.log");
+    let (child, url) = http_fixture("--sse-only", &log);
+    let _server = Killed(child);
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "legacy": { "type": "remote", "url": url } } }).to_string(),
+    );
+    approve(&s, "legacy");
+    let (_, tools) = s.run_json(&["tools"]);
+    let problem = tools["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["code"] == "unsupported")
+        .unwrap_or_else(|| panic!("no unsupported problem: {tools}"));
+    assert!(
+        problem["message"].as_str().unwrap().contains("HTTP+SSE"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn what_berth_must_not_or_cannot_connect_is_said_before_anything_runs() {
+    let s = with_servers(json!({
+        "off": { "type": "local", "command": ["node", "x.mjs"], "enabled": false },
+        "fetched": { "type": "local", "command": ["npx", "-y", "@example/mcp-thing"] },
+        "myself": { "type": "local", "command": ["/opt/tools/berth", "mcp"] },
+        "odd": { "type": "websocket", "url": "ws://x" },
+        "nocmd": { "type": "local" },
+    }));
+    let (_, v) = s.run_json(&["sources"]);
+    assert_eq!(source_named(&v, "off")["state"], "disabled");
+    let fetched = source_named(&v, "fetched");
+    let d = fetched["diagnostics"].to_string();
+    assert!(
+        d.contains("@example/mcp-thing") && d.contains("newest") && d.contains("install scripts"),
+        "{d}"
+    );
+    let me = source_named(&v, "myself");
+    assert_eq!(me["state"], "unsupported");
+    assert!(me["diagnostics"].to_string().contains("Berth itself"));
+    for broken in ["odd", "nocmd"] {
+        let b = source_named(&v, broken);
+        assert_eq!(b["diagnostics"][0]["code"], "action-required", "{b}");
+        assert!(!b["diagnostics"][0]["recovery"].as_str().unwrap().is_empty());
+    }
+    // Neither Berth itself nor a switched-off server can be approved.
+    for name in ["myself", "off"] {
+        let id = source_named(&v, name)["id"].as_str().unwrap().to_string();
+        let (code, out) = s.run_json(&["approve", &id]);
+        assert_eq!(code, 1, "{out}");
+    }
+}

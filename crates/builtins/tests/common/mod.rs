@@ -1,3 +1,6 @@
+// Each test binary uses a part of this module.
+#![allow(dead_code)]
+
 //! The fixture tree (fixtures/builtins/tree) copied into a scratch directory the way the
 //! recorder prepares it: `<case>/project` (with a `.git`, so .gitignore rules apply, as in the
 //! git-initialised recording) beside `<case>/outside`; the symlink `project/link-out` is kept.

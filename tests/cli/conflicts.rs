@@ -237,3 +237,93 @@ fn a_protected_name_cannot_be_taken_and_the_refusal_is_shown() {
     // Not renamed either: no tool of the plugin carries the name under another spelling.
     assert!(!t.to_string().contains("invalid"), "{t}");
 }
+
+#[test]
+fn a_plugin_never_takes_over_a_builtin_by_itself() {
+    let s = Sandbox::new();
+    s.write("project/notes.txt", "first line\nsecond line\n");
+    // Berth's built-ins serve before any source is approved, receipted, limited to the project.
+    let notes = s.project().join("notes.txt");
+    let args = serde_json::json!({ "filePath": notes }).to_string();
+    let (code, r) = s.run_json(&["invoke", "read", "--args", &args]);
+    assert_eq!(code, 0, "{r}");
+    assert!(
+        r["output"].as_str().unwrap().contains("1: first line"),
+        "{r}"
+    );
+    assert_eq!(r["source_id"], "builtin");
+    let outside = serde_json::json!({ "filePath": s.home() }).to_string();
+    let (code, e) = s.run_json(&["invoke", "read", "--args", &outside]);
+    assert_ne!(code, 0);
+    assert_eq!(e["error"]["code"], "policy-limited", "{e}");
+
+    // A plugin registers `read`: the built-in keeps serving and the conflict asks.
+    plugin(&s, "reader", &["read"], "the plugin's read");
+    approve_and_load(|a| s.run_json(a));
+    let plugin_id = id_ending(&s, "plugins/reader.ts");
+    let (_, t) = s.run_json(&["tools"]);
+    assert_schema("tools", &t);
+    let builtins: Vec<&str> = t["builtins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(builtins, vec!["read", "glob", "grep"]);
+    let v = conflicts(&s);
+    let c = conflict(&v, "read");
+    assert_eq!(c["state"], "asks");
+    assert_eq!(c["serving"], "builtin", "{c}");
+    assert_eq!(
+        c["opencode_winner"],
+        plugin_id.as_str(),
+        "OpenCode lets the plugin win"
+    );
+    let (_, r) = s.run_json(&["invoke", "read", "--args", &args]);
+    assert!(r["output"].as_str().unwrap().contains("first line"), "{r}");
+    // Not held for review either: the plugin's `read` is a candidate, not a policy hold.
+    let (_, src) = s.run_json(&["sources"]);
+    assert_eq!(
+        source(&src, "plugins/reader.ts")["limited"],
+        serde_json::json!([])
+    );
+    // The person chooses the plugin.
+    assert_eq!(s.run_json(&["choose", "read", &plugin_id]).0, 0);
+    assert_eq!(call(&s, "read"), "the plugin's read");
+    assert_eq!(s.run_json(&["choose", "read", "builtin"]).0, 0);
+    let (_, r) = s.run_json(&["invoke", "read", "--args", &args]);
+    assert!(r["output"].as_str().unwrap().contains("first line"), "{r}");
+}
+
+#[test]
+fn with_the_override_cap_at_allow_a_plugin_takes_a_builtins_name_as_in_opencode() {
+    let s = Sandbox::new();
+    assert_eq!(
+        s.run_json(&["policy", "set", "cap.tool-override", "allow"])
+            .0,
+        0
+    );
+    plugin(&s, "reader", &["grep"], "the plugin's grep");
+    approve_and_load(|a| s.run_json(a));
+    assert_eq!(call(&s, "grep"), "the plugin's grep");
+    // Negative control: at `deny` the plugin's grep is refused and the built-in serves.
+    assert_eq!(
+        s.run_json(&["policy", "set", "cap.tool-override", "deny"])
+            .0,
+        0
+    );
+    let (_, t) = s.run_json(&["tools"]);
+    assert!(
+        !t["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["name"] == "grep"),
+        "{t}"
+    );
+    let (_, src) = s.run_json(&["sources"]);
+    assert_eq!(
+        source(&src, "plugins/reader.ts")["limited"][0]["item"],
+        "tool:grep"
+    );
+}

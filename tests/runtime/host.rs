@@ -788,11 +788,11 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
     berth.shutdown_hosts().await;
 }
 
-/// OpenCode's rule for a tool name several sources register (a tool file, two plugins): file
-/// tools lose to plugin tools, and the later plugin wins — after every pass, whatever order
-/// Berth imported them in (plugins whose contributions are not known yet load first).
+/// A tool name several sources register (a tool file, two plugins) is a conflict (D-038): the
+/// one that served the name before stays until the person chooses — after every pass, whatever
+/// order Berth imported them in — and OpenCode's pick (the later plugin) is named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_name_several_sources_register_goes_to_the_one_opencode_lets_win() {
+async fn a_tool_name_several_sources_register_is_a_conflict_the_person_decides() {
     let dir = tempfile::tempdir().unwrap();
     let opencode = dir.path().join("project/.opencode");
     std::fs::create_dir_all(opencode.join("plugins")).unwrap();
@@ -839,29 +839,21 @@ async fn a_tool_name_several_sources_register_goes_to_the_one_opencode_lets_win(
     decide_one(&file, Decision::Allow);
     berth.activate().await;
     assert_eq!(answer(&berth).await.unwrap(), "file");
-    // Then the plugins, imported first in the next pass: the later plugin wins, in every pass.
+    // Then the plugins, imported first in the next pass: OpenCode would let the later plugin
+    // win; Berth keeps the tool file that served the name before and asks (D-038), in every
+    // pass, whatever order the pass imports them in.
     for _ in 0..2 {
         berth.decide(None, Decision::Allow, "test", false).unwrap();
         berth.activate().await;
-        let active = |id: &str| {
-            berth
-                .status()
-                .tools
-                .iter()
-                .any(|t| t.provider.source_id == id)
-        };
-        let want = if active(&b) {
-            "b"
-        } else if active(&a) {
-            "a"
-        } else {
-            "file"
-        };
-        assert_eq!(answer(&berth).await.unwrap(), want);
+        assert_eq!(answer(&berth).await.unwrap(), "file");
     }
     let status = berth.status();
-    let dup = status.tools.iter().find(|t| t.name == "dup").unwrap();
-    assert_eq!(dup.provider.source_id, b);
+    let conflict = status.conflicts.iter().find(|c| c.tool == "dup").unwrap();
+    assert_eq!(conflict.candidates.len(), 3);
+    assert_eq!(conflict.serving.as_deref(), Some(file.as_str()));
+    assert_eq!(conflict.opencode_winner.as_deref(), Some(b.as_str()));
+    // The person chooses OpenCode's pick.
+    berth.choose("dup", &b).await.unwrap();
     assert_eq!(answer(&berth).await.unwrap(), "b");
     // b withdrawn: the name goes back to a, not to the file.
     decide_one(&b, Decision::Deny);

@@ -169,7 +169,12 @@ enum Command {
     Versions { id: String },
     /// Serve your approved tools to an agent over MCP (stdio): OpenCode, Claude Code, Codex.
     #[command(after_long_help = mcp::AFTER_HELP)]
-    Mcp,
+    Mcp {
+        /// Also serve Berth's built-ins (read, glob, grep: limited to the project, receipted)
+        /// where they serve their names; off by default, since the agent has its own.
+        #[arg(long)]
+        builtins: bool,
+    },
     /// Serve the status page and local API on loopback (token-protected).
     Serve {
         #[arg(long, default_value = "127.0.0.1:0", value_name = "127.0.0.1:PORT")]
@@ -288,7 +293,7 @@ fn main() -> ExitCode {
 fn open(cli: &Cli) -> Result<Berth, BerthError> {
     let mut env = OpencodeEnv::from_process();
     env.pure_flag = cli.pure;
-    if matches!(cli.command, Command::Mcp) {
+    if matches!(cli.command, Command::Mcp { .. }) {
         // An agent that starts `berth mcp` passes its own environment down: its
         // OPENCODE_PURE says that the agent loads no plugins itself (they run here instead),
         // not that Berth should not run them. Berth's own `--pure` still holds.
@@ -499,7 +504,7 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
         Command::Auth { action } => auth(&berth, action.as_ref(), out)?,
         Command::Permissions { action } => permissions(&berth, action.as_ref(), out)?,
         Command::Serve { addr } => serve(berth, *addr, out)?,
-        Command::Mcp => mcp::mcp(berth)?,
+        Command::Mcp { builtins } => mcp::mcp(berth, *builtins)?,
         Command::Updates { ids, check } => lifecycle::updates(&berth, ids, *check, out)?,
         Command::Update { id, approve_growth } => {
             lifecycle::change(&berth, id, None, *approve_growth, out)?

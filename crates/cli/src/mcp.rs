@@ -31,7 +31,7 @@ Codex (~/.codex/config.toml):
 The project is the folder the agent starts Berth in; give `--project <DIR>` to fix it."#;
 
 /// Serves until the client closes stdin or a signal arrives, then stops the plugin hosts.
-pub fn mcp(berth: Berth) -> Result<(), BerthError> {
+pub fn mcp(berth: Berth, builtins: bool) -> Result<(), BerthError> {
     super::block_on(async move {
         let _watch = berth_runtime::watch::watch(berth.clone()).map_err(|e| {
             BerthError::new(
@@ -44,7 +44,8 @@ pub fn mcp(berth: Berth) -> Result<(), BerthError> {
         // The first `tools/list` already lists what is approved.
         let _ = berth.activate().await;
         let _activation = berth.keep_active();
-        let served = berth_mcp::serve_stdio(berth.clone(), super::shutdown_signal()).await;
+        let served =
+            berth_mcp::serve_stdio(berth.clone(), builtins, super::shutdown_signal()).await;
         berth.shutdown_hosts().await;
         served
     })?

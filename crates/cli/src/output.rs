@@ -67,7 +67,7 @@ impl Out {
     pub fn tools(&self, act: &berth_runtime::catalog::Activation) {
         if self.json {
             print_json(
-                &serde_json::json!({ "tools": act.tools, "conflicts": act.conflicts, "problems": act.problems }),
+                &serde_json::json!({ "tools": act.tools, "builtins": act.builtins, "conflicts": act.conflicts, "problems": act.problems }),
             );
             return;
         }

@@ -35,6 +35,8 @@ pub struct CatalogServer {
     peer: Arc<Mutex<Option<Peer<RoleServer>>>>,
     /// The listing of the latest snapshot revision seen.
     listing: Arc<Mutex<Option<Arc<Listing>>>>,
+    /// Berth's built-ins are listed too (where they serve their names).
+    builtins: bool,
 }
 
 /// What a client is shown for one snapshot revision.
@@ -53,7 +55,14 @@ impl CatalogServer {
             berth,
             peer: Arc::default(),
             listing: Arc::default(),
+            builtins: false,
         }
+    }
+
+    /// Lists Berth's built-ins too, for the names they serve (the person turned them on).
+    pub fn with_builtins(mut self, on: bool) -> CatalogServer {
+        self.builtins = on;
+        self
     }
 
     /// The tools as MCP lists them now: computed once per snapshot revision, so a call does
@@ -66,6 +75,22 @@ impl CatalogServer {
             return l.clone();
         }
         let mut tools: Vec<ToolEntry> = snapshot.tools.iter().cloned().collect();
+        if self.builtins {
+            // A built-in serves its name unless a conflict gave the name to another candidate.
+            let taken_elsewhere = |name: &str| {
+                snapshot.conflicts.iter().any(|c| {
+                    c.tool == name
+                        && c.serving.as_deref() != Some(berth_runtime::catalog::conflicts::BUILTIN)
+                })
+            };
+            tools.extend(
+                snapshot
+                    .builtins
+                    .iter()
+                    .filter(|b| !taken_elsewhere(&b.name))
+                    .cloned(),
+            );
+        }
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         let names = mcp_names(tools.iter().map(|t| t.name.as_str()));
         let tools: Vec<(String, ToolEntry)> = names.into_iter().zip(tools).collect();
@@ -273,9 +298,10 @@ fn result_of(result: Result<Receipt, BerthError>) -> CallToolResult {
 /// Nothing but protocol frames is written to stdout.
 pub async fn serve_stdio(
     berth: Berth,
+    builtins: bool,
     stop: impl std::future::Future<Output = ()>,
 ) -> Result<(), BerthError> {
-    let server = CatalogServer::new(berth);
+    let server = CatalogServer::new(berth).with_builtins(builtins);
     let announcing = server.announce_changes();
     let running = server
         .clone()

@@ -297,6 +297,7 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
         counts: Counts::default(),
         diagnostics: vec![],
         tools: Default::default(),
+        builtins: Default::default(),
         conflicts: Default::default(),
         hosts: vec![],
         notices: vec![],

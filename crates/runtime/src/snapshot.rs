@@ -35,8 +35,11 @@ pub struct StatusSnapshot {
     pub counts: Counts,
     /// Graph-level diagnostics (source-level ones sit on each source).
     pub diagnostics: Vec<Diagnostic>,
-    /// The active tool catalog (empty until approved sources are activated).
+    /// The active tool catalog (empty until approved sources are activated): the sources'
+    /// tools that serve their names (Berth's built-ins are listed apart).
     pub tools: Arc<Vec<ToolEntry>>,
+    /// Berth's own built-in tools (`read`, `glob`, `grep`), each a candidate for its name.
+    pub builtins: Arc<Vec<ToolEntry>>,
     /// Names several candidates register, who serves each and whether the person chose.
     pub conflicts: Arc<Vec<Conflict>>,
     /// Running plugin hosts: which sources share which process, and its memory.
@@ -110,9 +113,33 @@ pub enum ConflictState {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Provider {
+    /// Its source, or `builtin` for Berth's own.
     pub source_id: String,
-    pub kind: SourceKind,
+    pub kind: ProviderKind,
+    /// The JS backend of the domain (a built-in or an MCP tool runs outside any JS host).
     pub backend: RuntimeKind,
+}
+
+/// Who provides a tool: Berth itself, or a kind of source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    Builtin,
+    StandaloneTool,
+    FilePlugin,
+    NpmPlugin,
+    Mcp,
+}
+
+impl From<SourceKind> for ProviderKind {
+    fn from(k: SourceKind) -> ProviderKind {
+        match k {
+            SourceKind::StandaloneTool => ProviderKind::StandaloneTool,
+            SourceKind::FilePlugin => ProviderKind::FilePlugin,
+            SourceKind::NpmPlugin => ProviderKind::NpmPlugin,
+            SourceKind::Mcp => ProviderKind::Mcp,
+        }
+    }
 }
 
 /// A message a plugin addressed to the person (`client.tui.showToast`).

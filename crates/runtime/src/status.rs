@@ -91,10 +91,11 @@ impl Status {
         self.policy.refresh();
         let policy = self.policy.current();
         let boundary = self.core.status().boundary.clone();
-        let (tools, conflicts, activity, limited, failures, progress, unreadable, pinned) = {
+        let (tools, builtins, conflicts, activity, limited, failures, progress, unreadable, pinned) = {
             let cat = self.catalog.state();
             (
-                cat.tools.values().cloned().collect::<Vec<_>>(),
+                cat.source_tools(),
+                cat.builtins.clone(),
                 cat.conflicts.values().cloned().collect::<Vec<_>>(),
                 cat.activity.clone(),
                 cat.limited.clone(),
@@ -324,6 +325,7 @@ impl Status {
             diagnostics: g.diagnostics.clone(),
             sources: Arc::new(sources),
             tools: Arc::new(tools),
+            builtins: Arc::new(builtins),
             conflicts: Arc::new(conflicts),
             hosts,
             notices,

@@ -83,6 +83,7 @@ impl Catalog {
             fresh = self.core.fresh_scan();
         }
         let backend = approval::backend_for(&self.core.runtimes());
+        self.state().ensure_builtins(backend);
         self.apply_pins(&mut fresh, backend);
         let mut cleared: HashMap<String, &berth_discovery::Source> = HashMap::new();
         // Only sources whose bytes are here and that OpenCode would load at all.
@@ -191,6 +192,7 @@ impl Catalog {
                 .keys()
                 .chain(cat.tools.values().map(|t| &t.provider.source_id))
                 .chain(cat.claimants())
+                .filter(|id| *id != super::conflicts::BUILTIN)
                 .filter(|id| !cleared.contains_key(*id) && !unreadable.contains_key(*id))
                 .cloned()
                 .collect();
@@ -632,7 +634,8 @@ impl Catalog {
             .judge_all(&policy);
         self.settle_conflicts();
         let cat = self.state();
-        act.tools = cat.tools.values().cloned().collect();
+        act.tools = cat.source_tools();
+        act.builtins = cat.builtins.clone();
         act.conflicts = cat.conflicts.values().cloned().collect();
         drop(cat);
         act
@@ -1108,7 +1111,7 @@ pub(super) fn tool_entries(
             parameters: t["parameters"].clone(),
             provider: Provider {
                 source_id: source.id.clone(),
-                kind: source.kind,
+                kind: source.kind.into(),
                 backend,
             },
             state: SourceState::Active,

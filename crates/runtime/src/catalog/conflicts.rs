@@ -14,8 +14,7 @@
 //! else the one OpenCode would let win; a candidate that changed, or a chosen one
 //! that failed to load, asks again and says so — nothing falls back silently.
 
-pub use crate::snapshot::{CandidateView, Conflict, ConflictState};
-use berth_discovery::SourceKind;
+pub use crate::snapshot::{CandidateView, Conflict, ConflictState, ProviderKind};
 use berth_store::ToolChoice;
 
 /// The candidate id of Berth's own built-in for a name.
@@ -26,8 +25,7 @@ pub const BUILTIN: &str = "builtin";
 pub struct Candidate {
     /// The source id, or [`BUILTIN`].
     pub id: String,
-    /// `None` for Berth's built-in.
-    pub kind: Option<SourceKind>,
+    pub kind: ProviderKind,
     /// The content version it claims the name with (its source's digest).
     pub digest: String,
     /// Its place in OpenCode's load order among its kind.
@@ -42,10 +40,10 @@ impl Candidate {
     /// later one wins within each.
     fn rank(&self) -> (u8, usize) {
         let kind = match self.kind {
-            None => 0,
-            Some(SourceKind::StandaloneTool) => 1,
-            Some(SourceKind::FilePlugin | SourceKind::NpmPlugin) => 2,
-            Some(SourceKind::Mcp) => 3,
+            ProviderKind::Builtin => 0,
+            ProviderKind::StandaloneTool => 1,
+            ProviderKind::FilePlugin | ProviderKind::NpmPlugin => 2,
+            ProviderKind::Mcp => 3,
         };
         (kind, self.order)
     }
@@ -74,12 +72,15 @@ pub fn digest(candidates: &[Candidate]) -> String {
 }
 
 /// Elects who serves `tool` among `candidates`. `stored` is the store's newest word on it
-/// (who served it last, contested or not), `person` the person's own newest choice.
+/// (who served it last, contested or not), `person` the person's own newest choice;
+/// `builtin_first`: Berth's built-in stays until the person chooses (the policy's tool-override
+/// cap is `review`); otherwise (`allow`) an external candidate may win as in OpenCode.
 pub fn elect(
     tool: &str,
     candidates: &[Candidate],
     stored: Option<&ToolChoice>,
     person: Option<&ToolChoice>,
+    builtin_first: bool,
 ) -> Outcome {
     let available = |id: &str| candidates.iter().any(|c| c.id == id && c.available);
     let opencode_winner = candidates
@@ -118,7 +119,7 @@ pub fn elect(
             .iter()
             .map(|c| CandidateView {
                 id: c.id.clone(),
-                kind: c.kind.map(kind_name).unwrap_or(BUILTIN).to_string(),
+                kind: kind_name(c.kind).to_string(),
                 available: c.available,
             })
             .collect(),
@@ -144,7 +145,7 @@ pub fn elect(
     // It asks: the implementation serving before stays in place.
     let builtin = candidates
         .iter()
-        .find(|c| c.kind.is_none() && c.available)
+        .find(|c| c.kind == ProviderKind::Builtin && c.available && builtin_first)
         .map(|c| c.id.clone());
     let kept_before = stored.map(|s| s.candidate.clone()).filter(|c| available(c));
     let keep = builtin.or(kept_before).or_else(|| opencode_winner.clone());
@@ -170,12 +171,13 @@ pub fn elect(
     }
 }
 
-fn kind_name(kind: SourceKind) -> &'static str {
+fn kind_name(kind: ProviderKind) -> &'static str {
     match kind {
-        SourceKind::StandaloneTool => "standalone-tool",
-        SourceKind::FilePlugin => "file-plugin",
-        SourceKind::NpmPlugin => "npm-plugin",
-        SourceKind::Mcp => "mcp",
+        ProviderKind::Builtin => BUILTIN,
+        ProviderKind::StandaloneTool => "standalone-tool",
+        ProviderKind::FilePlugin => "file-plugin",
+        ProviderKind::NpmPlugin => "npm-plugin",
+        ProviderKind::Mcp => "mcp",
     }
 }
 
@@ -183,7 +185,7 @@ fn kind_name(kind: SourceKind) -> &'static str {
 mod tests {
     use super::*;
 
-    fn cand(id: &str, kind: Option<SourceKind>, digest: &str, order: usize) -> Candidate {
+    fn cand(id: &str, kind: ProviderKind, digest: &str, order: usize) -> Candidate {
         Candidate {
             id: id.into(),
             kind,
@@ -205,8 +207,8 @@ mod tests {
 
     #[test]
     fn one_candidate_is_no_conflict() {
-        let c = [cand("tool:a", Some(SourceKind::StandaloneTool), "d1", 0)];
-        let o = elect("x", &c, None, None);
+        let c = [cand("tool:a", ProviderKind::StandaloneTool, "d1", 0)];
+        let o = elect("x", &c, None, None, true);
         assert_eq!(o.winner.as_deref(), Some("tool:a"));
         assert!(o.conflict.is_none());
         assert_eq!(
@@ -218,50 +220,53 @@ mod tests {
 
     #[test]
     fn a_new_conflict_keeps_the_builtin_then_the_incumbent_then_opencodes_winner() {
-        let plugin = cand("plugin:p", Some(SourceKind::FilePlugin), "d2", 0);
-        let tool = cand("tool:a", Some(SourceKind::StandaloneTool), "d1", 3);
-        let builtin = cand(BUILTIN, None, "berth", 0);
+        let plugin = cand("plugin:p", ProviderKind::FilePlugin, "d2", 0);
+        let tool = cand("tool:a", ProviderKind::StandaloneTool, "d1", 3);
+        let builtin = cand(BUILTIN, ProviderKind::Builtin, "berth", 0);
         // A plugin never takes over a built-in's name by itself.
         let c = [builtin.clone(), plugin.clone()];
-        let o = elect("x", &c, None, None);
+        let o = elect("x", &c, None, None, true);
         assert_eq!(o.winner.as_deref(), Some(BUILTIN));
         let conflict = o.conflict.unwrap();
         assert_eq!(conflict.state, ConflictState::Asks);
         assert_eq!(conflict.opencode_winner.as_deref(), Some("plugin:p"));
+        // The tool-override cap at `allow`: the external candidate may win, as in OpenCode.
+        let o = elect("x", &c, None, None, false);
+        assert_eq!(o.winner.as_deref(), Some("plugin:p"));
         // The one serving before the conflict appeared stays, though OpenCode would pick the
         // plugin.
-        let before = elect("x", std::slice::from_ref(&tool), None, None)
+        let before = elect("x", std::slice::from_ref(&tool), None, None, true)
             .keep
             .unwrap();
         assert_eq!(before.candidate, "tool:a");
         let c = [tool.clone(), plugin.clone()];
-        let o = elect("x", &c, Some(&before), None);
+        let o = elect("x", &c, Some(&before), None, true);
         assert_eq!(o.winner.as_deref(), Some("tool:a"));
         let kept = o.keep.unwrap();
         assert_eq!(kept.candidate, "tool:a");
-        let o = elect("x", &c, Some(&kept), None);
+        let o = elect("x", &c, Some(&kept), None, true);
         assert_eq!(o.winner.as_deref(), Some("tool:a"));
         assert!(o.keep.is_none(), "nothing new to record");
         // Both new at once: OpenCode's winner (plugins over tool files).
-        let o = elect("x", &c, None, None);
+        let o = elect("x", &c, None, None, true);
         assert_eq!(o.winner.as_deref(), Some("plugin:p"));
     }
 
     #[test]
     fn a_choice_holds_for_its_exact_candidate_set_and_a_change_asks_again() {
-        let a = cand("tool:a", Some(SourceKind::StandaloneTool), "d1", 0);
-        let b = cand("plugin:p", Some(SourceKind::FilePlugin), "d2", 0);
+        let a = cand("tool:a", ProviderKind::StandaloneTool, "d1", 0);
+        let b = cand("plugin:p", ProviderKind::FilePlugin, "d2", 0);
         let c = [a.clone(), b.clone()];
         let chosen = word(&c, "tool:a", true);
-        let o = elect("x", &c, Some(&chosen), Some(&chosen));
+        let o = elect("x", &c, Some(&chosen), Some(&chosen), true);
         assert_eq!(o.winner.as_deref(), Some("tool:a"));
         assert_eq!(o.conflict.unwrap().state, ConflictState::Chosen);
         // The plugin's bytes changed: it asks again, and says why.
         let changed = [
             a.clone(),
-            cand("plugin:p", Some(SourceKind::FilePlugin), "d3", 0),
+            cand("plugin:p", ProviderKind::FilePlugin, "d3", 0),
         ];
-        let o = elect("x", &changed, Some(&chosen), Some(&chosen));
+        let o = elect("x", &changed, Some(&chosen), Some(&chosen), true);
         let conflict = o.conflict.unwrap();
         assert_eq!(conflict.state, ConflictState::Asks);
         assert!(
@@ -275,18 +280,18 @@ mod tests {
             "what served before stays"
         );
         // Negative control: the same set does not ask.
-        let o = elect("x", &c, Some(&chosen), Some(&chosen));
+        let o = elect("x", &c, Some(&chosen), Some(&chosen), true);
         assert_eq!(o.conflict.unwrap().state, ConflictState::Chosen);
     }
 
     #[test]
     fn a_chosen_candidate_that_cannot_load_asks_and_says_so() {
-        let mut a = cand("tool:a", Some(SourceKind::StandaloneTool), "d1", 0);
-        let b = cand("plugin:p", Some(SourceKind::FilePlugin), "d2", 0);
+        let mut a = cand("tool:a", ProviderKind::StandaloneTool, "d1", 0);
+        let b = cand("plugin:p", ProviderKind::FilePlugin, "d2", 0);
         let chosen = word(&[a.clone(), b.clone()], "tool:a", true);
         a.available = false;
         let c = [a, b];
-        let o = elect("x", &c, Some(&chosen), Some(&chosen));
+        let o = elect("x", &c, Some(&chosen), Some(&chosen), true);
         let conflict = o.conflict.unwrap();
         assert_eq!(conflict.state, ConflictState::Asks);
         assert!(
@@ -304,15 +309,15 @@ mod tests {
 
     #[test]
     fn the_digest_covers_identity_and_content_whatever_the_order() {
-        let a = cand("a", None, "1", 0);
-        let b = cand("b", Some(SourceKind::Mcp), "2", 0);
+        let a = cand("a", ProviderKind::Builtin, "1", 0);
+        let b = cand("b", ProviderKind::Mcp, "2", 0);
         assert_eq!(
             digest(&[a.clone(), b.clone()]),
             digest(&[b.clone(), a.clone()])
         );
         assert_ne!(
             digest(&[a.clone(), b.clone()]),
-            digest(&[a, cand("b", Some(SourceKind::Mcp), "3", 0)])
+            digest(&[a, cand("b", ProviderKind::Mcp, "3", 0)])
         );
     }
 }

@@ -47,6 +47,9 @@ impl Catalog {
             let status = self.core.status();
             let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
             cat.tools.get(tool).cloned().filter(|e| {
+                if e.provider.kind == ProviderKind::Builtin {
+                    return true;
+                }
                 let id = &e.provider.source_id;
                 let now = status.sources.iter().find(|s| &s.id == id);
                 now.is_some_and(|s| cat.loaded.get(id) == Some(&s.digest))
@@ -56,7 +59,8 @@ impl Catalog {
             Some(e) => e,
             None => {
                 let act = self.activate().await;
-                match act.tools.into_iter().find(|t| t.name == tool) {
+                let serving = self.state().tools.get(tool).cloned();
+                match serving {
                     Some(e) => e,
                     None => {
                         let problem = act.problems.into_iter().next();
@@ -67,7 +71,12 @@ impl Catalog {
                 }
             }
         };
-        if entry.provider.kind == SourceKind::Mcp {
+        if entry.provider.kind == ProviderKind::Builtin {
+            return self
+                .invoke_builtin(tool, args, idempotency_key, timeout, control)
+                .await;
+        }
+        if entry.provider.kind == ProviderKind::Mcp {
             return self
                 .invoke_mcp(&entry, tool, args, idempotency_key, timeout, control)
                 .await;

@@ -60,7 +60,7 @@ impl Catalog {
                         parameters: o.tool.input_schema,
                         provider: Provider {
                             source_id: id.clone(),
-                            kind: SourceKind::Mcp,
+                            kind: ProviderKind::Mcp,
                             backend,
                         },
                         state: SourceState::Active,

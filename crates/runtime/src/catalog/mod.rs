@@ -7,6 +7,7 @@
 //! more than the version active before registers nothing (`pending-activation`).
 
 mod activate;
+mod builtins;
 mod chains;
 mod choices;
 pub mod conflicts;
@@ -33,7 +34,7 @@ use crate::governor::Governor;
 use crate::host::HostKey;
 use crate::policy::{Effective, Limited};
 use crate::runtimes::RuntimeKind;
-pub use crate::snapshot::{Provider, ToolEntry};
+pub use crate::snapshot::{Provider, ProviderKind, ToolEntry};
 use crate::world::World;
 
 /// The outcome of activating the approved sources.
@@ -42,6 +43,8 @@ pub struct Activation {
     pub tools: Vec<ToolEntry>,
     /// Names several candidates register (`conflicts`): who serves each, whether it asks.
     pub conflicts: Vec<Conflict>,
+    /// Berth's built-in tools (each a candidate for its name).
+    pub builtins: Vec<ToolEntry>,
     /// Sources that could not be activated, each with its error.
     pub problems: Vec<BerthError>,
     /// A held source's host was stopped during this pass: what it loaded before is loaded again.
@@ -63,6 +66,11 @@ pub(crate) struct CatalogState {
     person_choices: HashMap<String, ToolChoice>,
     /// What Berth decided to keep serving since the store was last written.
     to_record: Vec<ToolChoice>,
+    /// The policy's tool-override cap is `allow`: an external candidate may take a built-in's
+    /// name as in OpenCode (otherwise the built-in stays until the person chooses).
+    override_allowed: bool,
+    /// Berth's built-ins, registered as candidates once (`ensure_builtins`).
+    pub builtins: Vec<ToolEntry>,
     /// The names each source claims.
     claimed_by: HashMap<String, Vec<String>>,
     /// Sources imported in the live host, with the digest of the bytes imported.
@@ -163,6 +171,39 @@ impl CatalogState {
         self.elect_all(names);
     }
 
+    /// Registers Berth's built-ins as candidates for their names (once).
+    pub fn ensure_builtins(&mut self, backend: RuntimeKind) {
+        if !self.builtins.is_empty() {
+            return;
+        }
+        self.builtins = builtins::entries(backend);
+        let digest = builtins::builtin_digest();
+        let mut names = Vec::new();
+        for tool in self.builtins.clone() {
+            names.push(tool.name.clone());
+            self.claims.entry(tool.name.clone()).or_default().insert(
+                conflicts::BUILTIN.to_string(),
+                Claim {
+                    entry: tool,
+                    digest: digest.clone(),
+                    available: true,
+                },
+            );
+        }
+        self.claimed_by
+            .insert(conflicts::BUILTIN.to_string(), names.clone());
+        self.elect_all(names);
+    }
+
+    /// The tools sources provide that serve their names now (the built-ins are listed apart).
+    pub fn source_tools(&self) -> Vec<ToolEntry> {
+        self.tools
+            .values()
+            .filter(|t| t.provider.kind != ProviderKind::Builtin)
+            .cloned()
+            .collect()
+    }
+
     /// Takes back everything source `id` offered and registered.
     pub fn withdraw(&mut self, id: &str) {
         self.withdraw_tools(id);
@@ -190,6 +231,7 @@ impl CatalogState {
 
     /// Judges every loaded source again (the policy changed).
     pub fn judge_all(&mut self, policy: &Effective) {
+        self.override_allowed = policy.value("cap.tool-override") == "allow";
         let ids: Vec<String> = self.offered.keys().cloned().collect();
         for id in ids {
             self.judge(&id, policy);
@@ -307,7 +349,7 @@ impl CatalogState {
                 by.iter()
                     .map(|(id, c)| Candidate {
                         id: id.clone(),
-                        kind: Some(c.entry.provider.kind),
+                        kind: c.entry.provider.kind,
                         digest: c.digest.clone(),
                         order: c.entry.order,
                         available: c.available,
@@ -320,6 +362,7 @@ impl CatalogState {
             &candidates,
             self.choices.get(name),
             self.person_choices.get(name),
+            !self.override_allowed,
         );
         let entry = outcome
             .winner

@@ -113,7 +113,13 @@ impl Effective {
                 continue;
             }
             let verdict = if BUILT_IN_TOOLS.contains(&t.as_str()) {
-                self.admits(source_id, &item, Category::ToolOverride)
+                match self.admits(source_id, &item, Category::ToolOverride) {
+                    // A name Berth has a built-in for is not held: it becomes a conflict the
+                    // person decides while the built-in serves (`catalog::conflicts`). A
+                    // refusal holds.
+                    Err(l) if l.cap == "review" && has_berth_builtin(t) => Ok(()),
+                    v => v,
+                }
             } else {
                 Ok(())
             };
@@ -134,4 +140,9 @@ impl Effective {
         }
         out
     }
+}
+
+/// Whether Berth has a built-in of its own for `name` (`berth-builtins`).
+fn has_berth_builtin(name: &str) -> bool {
+    berth_builtins::definitions().iter().any(|b| b.id == name)
 }

@@ -1,0 +1,124 @@
+//! Berth's own built-in tools in the catalog (`berth-builtins`: OpenCode 1.18.4's `read`, `glob`
+//! and `grep`, native): always a candidate for their names, so that a plugin, tool file or MCP
+//! server registering `read` makes a conflict the person sees (`conflicts`), and called like
+//! every other tool — a receipt, the deadline, cancel, limited to the project.
+//!
+//! Owns: the built-ins' catalog entries and one call of one. Must not: decide who serves a name
+//! (`conflicts::elect`) or read files itself (the `berth-builtins` crate does, and refuses any
+//! path outside the project).
+
+use std::time::Duration;
+
+use berth_store::{Accepted, Finish, NewReceipt, Receipt, ReceiptStatus};
+use serde_json::Value;
+
+use crate::error::{code, BerthError};
+
+use super::conflicts::BUILTIN;
+use super::*;
+
+/// The content version a built-in claims its name with: this build of Berth.
+pub(super) fn builtin_digest() -> String {
+    format!("berth-{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The built-ins as catalog entries (the backend is the domain's, for the record only).
+pub(super) fn entries(backend: RuntimeKind) -> Vec<ToolEntry> {
+    berth_builtins::definitions()
+        .iter()
+        .map(|b| ToolEntry {
+            host: HostKey::shared(backend),
+            order: 0,
+            name: b.id.clone(),
+            description: b.description.clone(),
+            parameters: b.parameters.clone(),
+            provider: Provider {
+                source_id: BUILTIN.to_string(),
+                kind: ProviderKind::Builtin,
+                backend,
+            },
+            state: SourceState::Active,
+        })
+        .collect()
+}
+
+impl Catalog {
+    /// One call of a built-in: receipt `accepted` → `running` → final.
+    pub(super) async fn invoke_builtin(
+        &self,
+        tool: &str,
+        args: Value,
+        idempotency_key: Option<&str>,
+        timeout: Option<Duration>,
+        control: CallControl,
+    ) -> Result<Receipt, BerthError> {
+        let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
+        let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
+        let accepted = self.core.with_store(|s| {
+            s.accept_receipt(&NewReceipt {
+                receipt_id: &receipt_id,
+                idempotency_key,
+                tool,
+                source_id: BUILTIN,
+                args_digest: &args_digest,
+                owner_pid: std::process::id(),
+                owner_start: crate::host::procs::own_start_time(),
+            })
+        })?;
+        if let Accepted::Existing(r) = accepted {
+            return Ok(*r);
+        }
+        self.core
+            .with_store(|s| s.mark_receipt_running(&receipt_id))?;
+        let deadline = timeout.unwrap_or_else(|| self.policy.current().budget("budget.tool"));
+        let project = self.core.status().project.clone();
+        let mut ctx = berth_builtins::CallContext::new(project.directory.clone());
+        ctx.worktree = project.worktree.clone();
+        let token = ctx.cancel.clone();
+        let cancel = control.cancel.clone();
+        let outcome = tokio::select! {
+            r = berth_builtins::call(tool, args, &ctx) => r.map_err(|e| {
+                BerthError::new(e.code(), tool, e.to_string(), e.recovery()).for_plugin(BUILTIN.to_string())
+            }),
+            _ = cancel.notified() => {
+                token.cancel();
+                Err(BerthError::new(code::CANCELLED, tool, "the call was cancelled", "call it again if it is still needed"))
+            }
+            _ = tokio::time::sleep(deadline) => {
+                token.cancel();
+                Err(BerthError::new(code::TIMEOUT, tool, format!("no answer within {} ms", deadline.as_millis()), "narrow the call (a path, a pattern) or give it a longer timeout"))
+            }
+        };
+        let end = match &outcome {
+            Ok(o) => Finish {
+                title: Some(&o.title),
+                output: Some(&o.output),
+                metadata: Some(&o.metadata),
+                ..Finish::new(ReceiptStatus::Completed)
+            },
+            Err(e) => Finish {
+                error: Some((e.code, &e.message)),
+                ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
+                    ReceiptStatus::Cancelled
+                } else {
+                    ReceiptStatus::Failed
+                })
+            },
+        };
+        let finished = self
+            .core
+            .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
+        let receipt = match finished {
+            Some(r) => Some(r),
+            None => self.core.with_store(|s| s.receipt(&receipt_id))?,
+        };
+        receipt.ok_or_else(|| {
+            BerthError::new(
+                code::TEMPORARILY_UNAVAILABLE,
+                "receipts",
+                "the receipt vanished",
+                "retry",
+            )
+        })
+    }
+}

@@ -63,6 +63,9 @@ describe("tool conflicts against the real server", () => {
     assert.equal(await conflict().getAttribute("data-serving"), pluginId, "OpenCode's pick serves until the person chooses")
     assert.equal(await conflict().locator("[data-testid=conflict-candidate]").count(), 2)
     assert.match(await conflict().getByTestId("conflict-reason").innerText(), /2 candidates register `lookup`/)
+    // Berth's built-ins are named under the tools, each serving its name.
+    assert.deepEqual(await page.locator("[data-testid=builtin]").evaluateAll((els) => els.map((e) => [e.dataset.tool, e.dataset.serving])),
+      [["read", "1"], ["glob", "1"], ["grep", "1"]])
     // The tool row says it is contested.
     await page.locator('[data-testid=tool][data-tool="lookup"] [data-testid=tool-contested]').waitFor({ timeout: WAIT })
     // While it asks, the serving candidate can be kept as the choice; the other can be used.

@@ -191,3 +191,40 @@ test("an agent that calls a tool nobody approved, by its name, runs none of its 
   }
   assert.equal(existsSync(marker), true)
 })
+
+test("berth serve: the same catalog over streamable HTTP at /mcp, behind the page's token", async () => {
+  const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js")
+  const { startServe, stopServe } = await import("./support.mjs")
+  const machine = scratchMachine("mcp-http")
+  write(join(machine.project, ".opencode", "tools", "probe.ts"), readFileSync(join(repo, "fixtures", "tools", "mcp-probe.ts"), "utf8"))
+  const server = await startServe(machine)
+  const endpoint = new URL(`${server.origin}/mcp`)
+  try {
+    // Without the token: refused before any MCP is spoken.
+    const bare = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "1" } } }) })
+    assert.equal(bare.status, 401)
+
+    const client = new Client({ name: "berth-e2e-http", version: "1.0.0" })
+    const changes = { count: 0 }
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => { changes.count += 1 })
+    await client.connect(new StreamableHTTPClientTransport(endpoint, { requestInit: { headers: { authorization: `Bearer ${server.token}` } } }))
+    try {
+      assert.deepEqual((await client.listTools()).tools, [])
+      // An approval made with the CLI reaches the connected HTTP client.
+      berth(machine, ["approve", "--all"])
+      await waitFor("list_changed over HTTP", () => changes.count > 0)
+      const { tools } = await client.listTools()
+      assert.deepEqual(tools.map((t) => t.name), ["probe_echo", "probe_slow", "probe_steps"])
+      const r = await client.callTool({ name: "probe_echo", arguments: { text: "over http" } })
+      assert.equal(r.content[0].text, "OVER HTTP")
+      const receipt = r._meta["berth/receipt"]
+      assert.match(receipt, /^rcpt_/)
+      // The call is Berth's, with its receipt, like every other.
+      assert.ok(berth(machine, ["receipts"]).receipts.some((x) => x.receipt_id === receipt && x.status === "completed"))
+    } finally {
+      await client.close()
+    }
+  } finally {
+    await stopServe(server)
+  }
+})

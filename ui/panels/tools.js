@@ -1,4 +1,5 @@
-// The tools OpenCode can call. Owns: the tools panel (name, source, description, parameters).
+// The tools OpenCode can call. Owns: the tools panel (name, source, description, parameters, a
+// Contested mark) and the line naming Berth's built-ins.
 // Must not: call a tool or talk to Berth.
 
 import { el, details } from '../dom.js';
@@ -18,6 +19,31 @@ export function renderTools(snap) {
       el('span', { className: 'section-note', text: 'what OpenCode can call' }),
     ]),
     body,
+    renderBuiltins(snap, contested),
+  ]);
+}
+
+/** Berth's own built-ins: one line, each name marked when a conflict gave it to another candidate. */
+function renderBuiltins(snap, contested) {
+  const builtins = arr(snap.builtins).map(obj);
+  if (!builtins.length) return null;
+  const elsewhere = new Set(arr(snap.conflicts).map(obj)
+    .filter((c) => str(c.serving) !== 'builtin').map((c) => str(c.tool)));
+  return el('p', { className: 'tool-builtins muted', testid: 'tool-builtins' }, [
+    'Berth\u2019s built-ins: ',
+    ...builtins.flatMap((b, i) => [
+      i ? ', ' : '',
+      el('span', {
+        className: 'mono' + (elsewhere.has(str(b.name)) ? ' is-replaced' : ''),
+        testid: 'builtin',
+        dataset: { tool: str(b.name), serving: elsewhere.has(str(b.name)) ? '' : '1' },
+        title: elsewhere.has(str(b.name))
+          ? 'You chose another candidate for this name'
+          : contested.has(str(b.name)) ? 'Serves its name; another source registers it too' : 'Serves its name',
+        text: str(b.name),
+      }),
+    ]),
+    ' \u2014 OpenCode\u2019s read, glob and grep, limited to this project, each call receipted.',
   ]);
 }
 
@@ -60,7 +86,9 @@ function renderTool(t) {
       el('span', { className: 'tool-from' }, [
         'from ',
         sourceLink(sourceId, { testid: 'tool-source', focusGlobal: key + ':source' }),
-        backend ? el('span', { className: 'tag', testid: 'tool-backend', text: BACKENDS[backend] || backend }) : null,
+        str(provider.kind) === 'mcp'
+          ? el('span', { className: 'tag', testid: 'tool-backend', text: 'MCP server' })
+          : backend ? el('span', { className: 'tag', testid: 'tool-backend', text: BACKENDS[backend] || backend }) : null,
       ]),
     ]),
     str(t.description)

@@ -758,7 +758,10 @@ fn absolute(p: &std::path::Path) -> PathBuf {
 
 fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
     block_on(async move {
-        let server = berth_serve::Server::bind(berth.clone(), addr).await?;
+        // The catalog over MCP beside the page, behind the same token (`berth mcp` for HTTP).
+        let server = berth_serve::Server::bind(berth.clone(), addr)
+            .await?
+            .mount("/mcp", berth_mcp::http_router(berth.clone(), false));
         let _watch = berth_runtime::watch::watch(berth.clone()).map_err(|e| {
             BerthError::new(
                 code::TEMPORARILY_UNAVAILABLE,
@@ -767,9 +770,14 @@ fn serve(berth: Berth, addr: SocketAddr, out: &Out) -> Result<(), BerthError> {
                 "raise the inotify watch limit, or restart Berth",
             )
         })?;
+        let mcp_url = format!("http://{}/mcp", server.local_addr());
         out.done(
-            serde_json::json!({ "serve": { "url": server.url(), "addr": server.local_addr().to_string() } }),
-            &format!("Berth status page: {}", server.url()),
+            serde_json::json!({ "serve": { "url": server.url(), "addr": server.local_addr().to_string(), "mcp_url": mcp_url } }),
+            &format!(
+                "Berth status page: {}\nMCP (streamable HTTP): {mcp_url} with the header `Authorization: Bearer {}`",
+                server.url(),
+                server.token()
+            ),
         );
         // Graceful shutdown waits for open connections; an open event stream would hold it
         // forever, so the signal also starts a short deadline.

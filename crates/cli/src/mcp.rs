@@ -28,6 +28,14 @@ Codex (~/.codex/config.toml):
   command = "berth"
   args = ["mcp"]
 
+Over streamable HTTP instead: `berth serve` serves the same catalog at http://127.0.0.1:PORT/mcp
+behind the page's token (header `Authorization: Bearer <token>`, printed by `berth serve`), e.g.
+  { "mcp": { "berth": { "type": "remote", "url": "http://127.0.0.1:PORT/mcp",
+                        "headers": { "Authorization": "Bearer <token>" }, "oauth": false } } }
+
+Berth's built-ins (read, glob, grep: limited to the project, receipted) are not served unless
+you add `--builtins`: the agent has its own.
+
 The project is the folder the agent starts Berth in; give `--project <DIR>` to fix it."#;
 
 /// Serves until the client closes stdin or a signal arrives, then stops the plugin hosts.

@@ -8,8 +8,10 @@
 //! idempotency, deadlines, the hooks around the call), answer a permission a tool asks for
 //! (only the person does), or write anything to stdout but protocol frames.
 
+mod http;
 mod names;
 mod server;
 
+pub use http::http_router;
 pub use names::mcp_names;
 pub use server::{serve_stdio, CatalogServer};

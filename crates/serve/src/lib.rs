@@ -167,15 +167,16 @@ impl Server {
                 self.state.clone(),
                 require_token,
             ));
+        // Each mounted router behind the token, whatever it routes (a fallback service too).
         let mut guarded = Router::new();
-        if !self.mounted.is_empty() {
-            for (path, router) in self.mounted {
-                guarded = guarded.nest(path, router);
-            }
-            guarded = guarded.route_layer(middleware::from_fn_with_state(
-                self.state.clone(),
-                require_token,
-            ));
+        for (path, router) in self.mounted {
+            guarded = guarded.nest(
+                path,
+                router.layer(middleware::from_fn_with_state(
+                    self.state.clone(),
+                    require_token,
+                )),
+            );
         }
         let mut pages = Router::new();
         for &(path, mime, body) in UI_FILES {

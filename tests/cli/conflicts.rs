@@ -327,3 +327,28 @@ fn with_the_override_cap_at_allow_a_plugin_takes_a_builtins_name_as_in_opencode(
         "tool:grep"
     );
 }
+
+#[test]
+fn a_tool_file_named_like_a_builtin_is_a_conflict_too() {
+    let s = Sandbox::new();
+    tool_file(&s, "glob", "the file's glob");
+    approve_and_load(|a| s.run_json(a));
+    let file_id = id_ending(&s, "tools/glob.ts");
+    let v = conflicts(&s);
+    let c = conflict(&v, "glob");
+    assert_eq!(c["serving"], "builtin", "{c}");
+    assert_eq!(c["opencode_winner"], file_id.as_str());
+    let kinds: Vec<&str> = c["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["builtin", "standalone-tool"]);
+    // The built-in answers (a glob over the project), not the file.
+    let (code, r) = s.run_json(&["invoke", "glob", "--args", r#"{"pattern":"*.ts"}"#]);
+    assert_eq!(code, 0, "{r}");
+    assert_ne!(r["output"], "the file's glob");
+    assert_eq!(s.run_json(&["choose", "glob", &file_id]).0, 0);
+    assert_eq!(call(&s, "glob"), "the file's glob");
+}

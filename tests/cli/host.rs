@@ -273,7 +273,6 @@ fn each_fault_ends_in_its_own_code() {
     let s = tools_sandbox(Backend::Bun, &["faults.ts"]);
     for (tool, expected) in [
         ("faults_exits", "worker-lost"),
-        ("faults_floods_output", "invalid-response"),
         ("faults_plain_object", "invalid-response"),
         ("faults_oversized_frame", "invalid-response"),
         ("faults_throws", "plugin-failed"),
@@ -283,6 +282,19 @@ fn each_fault_ends_in_its_own_code() {
         assert_schema("receipt", &r);
         assert_eq!(r["error"]["code"], expected, "{tool}: {r}");
     }
+    // 2 MiB of output is over the frame budget: it reaches Berth by file, truncated as
+    // OpenCode truncates it, the full text kept (D-015).
+    let (code, r) = invoke(
+        &s,
+        Backend::Bun,
+        "faults_floods_output",
+        serde_json::json!({}),
+        &[],
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["metadata"]["truncated"], true, "{r}");
+    let kept = r["metadata"]["outputPath"].as_str().unwrap();
+    assert_eq!(std::fs::metadata(kept).unwrap().len(), 2 * 1024 * 1024);
     let (code, r) = invoke(
         &s,
         Backend::Bun,
@@ -401,10 +413,12 @@ fn killing_berth_mid_call_leaves_an_unknown_receipt_that_is_never_replayed() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !started.exists() && Instant::now() < deadline {
+    // Written, not only created: a kill between the two would leave it empty.
+    let written = || std::fs::read_to_string(&started).is_ok_and(|t| !t.is_empty());
+    while !written() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(started.exists(), "the call never started");
+    assert!(written(), "the call never started");
     // SAFETY: plain signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let _ = child.wait();

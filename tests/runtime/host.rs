@@ -895,3 +895,81 @@ async fn concurrent_activations_load_a_plugin_once() {
     let runs = std::fs::read_to_string(&count).unwrap_or_default();
     assert_eq!(runs.lines().count(), 1, "the factory ran {runs:?}");
 }
+
+/// A call resolves its tool against the catalog as it was when the call started: a choice made
+/// while it runs applies to the next call, never to the one under way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_call_keeps_the_tool_it_started_with_and_a_choice_applies_to_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let opencode = dir.path().join("project/.opencode");
+    std::fs::create_dir_all(opencode.join("plugins")).unwrap();
+    std::fs::create_dir_all(opencode.join("tools")).unwrap();
+    // The tool file answers after a moment (long enough to choose while it runs).
+    std::fs::write(
+        opencode.join("tools/pick.ts"),
+        "export default { description: 'file', args: {}, async execute() { await new Promise((r) => setTimeout(r, 1500)); return 'file' } }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        opencode.join("plugins/p.ts"),
+        "export default async () => ({ tool: { pick: { description: 'plugin', args: {}, async execute() { return 'plugin' } } } })\n",
+    )
+    .unwrap();
+    let berth = support::open_project(dir.path(), &[]);
+    let id_of = |file: &str| {
+        berth
+            .status()
+            .sources
+            .iter()
+            .find(|s| s.entry.ends_with(file))
+            .unwrap()
+            .id
+            .clone()
+    };
+    let (file, plugin) = (id_of("tools/pick.ts"), id_of("plugins/p.ts"));
+    berth.decide(None, Decision::Allow, "test", false).unwrap();
+    berth.activate().await;
+    berth.choose("pick", &file).await.unwrap();
+    let call = |berth: &Berth| {
+        let berth = berth.clone();
+        tokio::spawn(async move {
+            berth
+                .invoke(
+                    "pick",
+                    serde_json::json!({}),
+                    None,
+                    None,
+                    Default::default(),
+                )
+                .await
+                .map(|r| r.output.unwrap_or_default())
+        })
+    };
+    let running = call(&berth);
+    // Wait until the call is running in the host, then choose the plugin.
+    let started = std::time::Instant::now();
+    while !berth
+        .receipts(5)
+        .unwrap()
+        .iter()
+        .any(|r| r.tool == "pick" && r.status == berth_runtime::ReceiptStatus::Running)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    berth.choose("pick", &plugin).await.unwrap();
+    assert_eq!(
+        running.await.unwrap().unwrap(),
+        "file",
+        "the running call kept its tool"
+    );
+    assert_eq!(
+        call(&berth).await.unwrap().unwrap(),
+        "plugin",
+        "the next call has the choice"
+    );
+    berth.shutdown_hosts().await;
+}

@@ -56,6 +56,10 @@ enum Command {
     /// Choose who serves a contested tool name: a candidate id from `berth conflicts` (a
     /// source id, or `builtin`). The choice holds until any candidate changes.
     Choose { tool: String, candidate: String },
+    /// For an MCP server started with `npx -y pkg` (or bunx, pnpm dlx): install the newest
+    /// version of its package once in Berth's data dir (integrity checked, install scripts
+    /// off) and run it from there, instead of whatever is newest at every start.
+    Prepare { id: String },
     /// Call one tool through the full path and print its receipt.
     Invoke {
         tool: String,
@@ -408,6 +412,20 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
                 act
             })?;
             out.conflicts(&act);
+        }
+        Command::Prepare { id } => {
+            let p = block_on(async {
+                let r = berth.prepare_mcp(id).await;
+                berth.shutdown_hosts().await;
+                r
+            })??;
+            out.done(
+                serde_json::json!({ "prepared": p }),
+                &format!(
+                    "{id}: {}@{} prepared (integrity {}), runs from Berth's data dir",
+                    p.package, p.version, p.integrity
+                ),
+            );
         }
         Command::Choose { tool, candidate } => {
             let chosen = block_on(async {

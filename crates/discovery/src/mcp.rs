@@ -101,26 +101,63 @@ const FETCHERS: &[(&str, &[&str])] = &[
 
 /// The package a fetch-and-run command line runs (`npx -y pkg`, `pipx run pkg`), if it is one.
 pub fn fetched_package(program: &str, args: &[String]) -> Option<(String, String)> {
+    fetched_command(program, args).map(|f| (f.launcher, f.package))
+}
+
+/// A fetch-and-run command line taken apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// `npx`, `bunx`, `uvx`, `pipx`, `pnpm`, `yarn`.
+    pub launcher: String,
+    /// The package spec as written (`pkg`, `pkg@1.2.3`, `@scope/pkg@^2`).
+    pub package: String,
+    /// The command it runs when `--package` named the package apart (`npx -p pkg cmd`).
+    pub command: Option<String>,
+    /// The arguments after the package (or the command).
+    pub rest: Vec<String>,
+}
+
+impl Fetched {
+    /// Whether the package comes from the npm registry (Berth can prepare those).
+    pub fn is_npm(&self) -> bool {
+        matches!(self.launcher.as_str(), "npx" | "bunx" | "pnpm" | "yarn")
+    }
+}
+
+/// The parts of a fetch-and-run command line, if it is one.
+pub fn fetched_command(program: &str, args: &[String]) -> Option<Fetched> {
     let name = program.rsplit('/').next().unwrap_or(program);
     let (launcher, words) = FETCHERS.iter().find(|(l, _)| *l == name)?;
-    let mut rest = args.iter().map(String::as_str).peekable();
+    let mut rest = args.iter().map(String::as_str);
     for w in *words {
         if rest.next() != Some(*w) {
             return None;
         }
     }
-    // Flags before the package (`-y`, `--yes`, `--quiet`); `--package x` names it.
+    let done = |package: &str, command: Option<String>, rest: &mut dyn Iterator<Item = &str>| {
+        Some(Fetched {
+            launcher: launcher.to_string(),
+            package: package.to_string(),
+            command,
+            rest: rest.map(str::to_string).collect(),
+        })
+    };
+    // Flags before the package (`-y`, `--yes`, `--quiet`); `--package x` names it, and the
+    // next word is then the command it runs.
     while let Some(a) = rest.next() {
-        if a == "--package" || a == "-p" {
-            return rest.next().map(|p| (launcher.to_string(), p.to_string()));
-        }
-        if let Some(p) = a.strip_prefix("--package=") {
-            return Some((launcher.to_string(), p.to_string()));
+        let named = if a == "--package" || a == "-p" {
+            rest.next().map(str::to_string)
+        } else {
+            a.strip_prefix("--package=").map(str::to_string)
+        };
+        if let Some(p) = named {
+            let command = rest.find(|w| !w.starts_with('-')).map(str::to_string);
+            return done(&p, command, &mut rest);
         }
         if a.starts_with('-') {
             continue;
         }
-        return Some((launcher.to_string(), a.to_string()));
+        return done(a, None, &mut rest);
     }
     None
 }
@@ -216,7 +253,11 @@ pub fn describe(name: &str, config: &Value) -> McpFacts {
                             format!(
                                 "MCP server `{name}` is started with `{launcher}`: at every start it downloads and runs whatever is newest of `{package}` from the package registry, with its install scripts on — what you approve today is not what runs tomorrow"
                             ),
-                            format!("install a fixed version of `{package}` and point `command` at it (or pin the version in the command, e.g. `{package}@1.2.3`); approve it only if you trust every future release of `{package}`"),
+                            if fetched_command(&program, &args).is_some_and(|f| f.is_npm()) {
+                                format!("let Berth prepare it instead (`berth prepare <id>`: the newest version installed once in Berth's data dir, install scripts off, version and integrity pinned), or pin the version in the command (e.g. `{package}@1.2.3`); approve it as it is only if you trust every future release of `{package}`")
+                            } else {
+                                format!("install a fixed version of `{package}` and point `command` at it (or pin the version in the command, e.g. `{package}@1.2.3`); approve it only if you trust every future release of `{package}`")
+                            },
                         ));
                     }
                     if is_berth_itself(&program, &args) {

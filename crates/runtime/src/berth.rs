@@ -237,6 +237,12 @@ impl Berth {
             .await
     }
 
+    /// Prepares the package an MCP server's fetch-and-run launcher would fetch at every start,
+    /// and runs it from Berth's data dir (`mcp_servers::prepared`).
+    pub async fn prepare_mcp(&self, id: &str) -> Result<berth_store::McpPrepared, BerthError> {
+        self.parts.catalog.prepare_mcp(id).await
+    }
+
     /// The person chooses who serves a contested tool name (`catalog::conflicts`).
     pub async fn choose(&self, tool: &str, candidate: &str) -> Result<Conflict, BerthError> {
         self.parts.catalog.choose(tool, candidate).await

@@ -227,6 +227,10 @@ pub struct Lifecycle {
     /// For an npm plugin from a registry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updates: Option<UpdatesView>,
+    /// For an MCP server Berth prepared in place of its fetch-and-run launcher: the exact
+    /// package version that runs, from Berth's data dir.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<berth_store::McpPrepared>,
     /// The execution version a rollback would run (the newest that ran whose exact bytes are
     /// here and that is not what is on disk now), if any.
     pub rollback_to: Option<i64>,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use berth_discovery::{Scanner, SourceState};
+use berth_discovery::{Scanner, SourceKind, SourceState};
 
 use crate::approval;
 use crate::catalog::Catalog;
@@ -179,6 +179,17 @@ impl Status {
                     source.state = state;
                     // Options go to the plugin as written; every view shows secrets redacted.
                     source.options = source.options.as_ref().map(crate::secret::redact_options);
+                    // An MCP server Berth prepared in place of its launcher: it no longer fetches
+                    // at start, so the launcher's warning gives way to what runs instead.
+                    let prepared = (src.kind == SourceKind::Mcp)
+                        .then(|| store.mcp_prepared(&src.id).ok().flatten())
+                        .flatten()
+                        .filter(|p| p.config_digest == src.digest);
+                    if prepared.is_some() {
+                        source.diagnostics.retain(|d| {
+                            !d.message.contains("downloads and runs whatever is newest")
+                        });
+                    }
                     if state == SourceState::Paused {
                         let why = match quarantined.get(&src.id) {
                             Some(why) => format!("{why}; it is paused, and the other plugins run on"),
@@ -236,6 +247,7 @@ impl Status {
                         progress.get(&source.id).cloned(),
                     );
                     lifecycle.pinned = pinned.contains(&source.id);
+                    lifecycle.prepared = prepared;
                     if lifecycle.pinned {
                         // It runs the earlier version already.
                         lifecycle.rollback_to = None;
@@ -462,6 +474,7 @@ fn lifecycle_of(
         updates,
         rollback_to,
         pinned: false,
+        prepared: None,
     }
 }
 

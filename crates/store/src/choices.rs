@@ -1,7 +1,9 @@
 //! Who serves each tool name (seed 003 §5.3): the person's choices for contested names, and
 //! what Berth keeps serving otherwise (so the one serving before a conflict stays).
 //!
-//! Owns: the `tool_choices` log. Must not: decide which candidate wins (the catalog does).
+//! Owns: the `tool_choices` log, and the `mcp_prepared` rows (an MCP server's package prepared
+//! in place of its fetch-and-run launcher). Must not: decide which candidate wins (the catalog
+//! does) or what runs (the runtime does).
 
 use rusqlite::params;
 use serde::Serialize;
@@ -96,6 +98,58 @@ impl Store {
                         candidate: r.get(2)?,
                         by_person: true,
                         set_at_ms: r.get(4)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// An MCP server's package Berth prepared in place of its fetch-and-run launcher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpPrepared {
+    pub source_id: String,
+    /// The entry's digest when it was prepared: another entry runs as written.
+    pub config_digest: String,
+    pub package: String,
+    pub version: String,
+    pub integrity: String,
+    /// What runs instead of the launcher: the program and its arguments.
+    pub program: Vec<String>,
+    pub prepared_at_ms: i64,
+}
+
+impl Store {
+    /// Records (or replaces) the preparation of `p.source_id`.
+    pub fn set_mcp_prepared(&self, p: &McpPrepared) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO mcp_prepared (source_id, config_digest, package, version, integrity, program_json, prepared_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT(source_id) DO UPDATE SET config_digest = excluded.config_digest, package = excluded.package, version = excluded.version, integrity = excluded.integrity, program_json = excluded.program_json, prepared_at_ms = excluded.prepared_at_ms",
+                params![p.source_id, p.config_digest, p.package, p.version, p.integrity, serde_json::to_string(&p.program).unwrap_or_default(), crate::open::now_ms()],
+            )
+            .map(|_| ())
+            .map_err(|e| self.err(e))
+    }
+
+    /// The preparation of `source_id`, if any.
+    pub fn mcp_prepared(&self, source_id: &str) -> Result<Option<McpPrepared>, StoreError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT source_id, config_digest, package, version, integrity, program_json, prepared_at_ms FROM mcp_prepared WHERE source_id = ?1",
+                params![source_id],
+                |r| {
+                    let program: String = r.get(5)?;
+                    Ok(McpPrepared {
+                        source_id: r.get(0)?,
+                        config_digest: r.get(1)?,
+                        package: r.get(2)?,
+                        version: r.get(3)?,
+                        integrity: r.get(4)?,
+                        program: serde_json::from_str(&program).unwrap_or_default(),
+                        prepared_at_ms: r.get(6)?,
                     })
                 },
             )

@@ -21,7 +21,7 @@ mod receipts;
 mod versions;
 
 pub use approvals::{ApprovalKey, ApprovalRow, Contributions, Decision, NewApproval};
-pub use choices::ToolChoice;
+pub use choices::{McpPrepared, ToolChoice};
 pub use error::StoreError;
 pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};

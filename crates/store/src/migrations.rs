@@ -185,6 +185,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         set_at_ms     INTEGER NOT NULL
     ) STRICT;
     CREATE INDEX tool_choices_by_tool ON tool_choices (tool, id DESC);",
+    // 14: MCP servers started by a fetch-and-run launcher (`npx -y pkg`) that the person had
+    // Berth prepare instead: the exact version and integrity installed (scripts off) and the
+    // program that runs, for the entry as it was (`config_digest`).
+    "CREATE TABLE mcp_prepared (
+        source_id     TEXT PRIMARY KEY NOT NULL,
+        config_digest TEXT NOT NULL,
+        package       TEXT NOT NULL,
+        version       TEXT NOT NULL,
+        integrity     TEXT NOT NULL,
+        program_json  TEXT NOT NULL,
+        prepared_at_ms INTEGER NOT NULL
+    ) STRICT;",
 ];
 
 /// The schema version this build writes.

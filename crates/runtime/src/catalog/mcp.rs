@@ -34,6 +34,14 @@ impl Catalog {
                 "fix its entry in the config",
             )),
             Some(target) => {
+                // Prepared by the person in place of its fetch-and-run launcher: what was
+                // prepared runs, for the entry as it was then.
+                let target = match self.core.with_store(|s| s.mcp_prepared(&id)).ok().flatten() {
+                    Some(p) if p.config_digest == source.digest => {
+                        crate::mcp_servers::prepared::substitute(target, &p)
+                    }
+                    _ => target,
+                };
                 let timeout = graph
                     .mcp
                     .iter()

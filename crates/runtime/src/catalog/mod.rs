@@ -14,6 +14,7 @@ pub mod conflicts;
 mod invoke;
 pub use invoke::CallControl;
 mod mcp;
+mod mcp_prepare;
 pub mod outputs;
 mod prepare;
 mod restricted;

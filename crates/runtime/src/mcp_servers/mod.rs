@@ -10,6 +10,8 @@
 //! them to the catalog), replay a call, or let a variable's or header's value out.
 //! Invariant: only this room holds MCP connections.
 
+pub(crate) mod prepared;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

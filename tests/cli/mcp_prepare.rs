@@ -1,0 +1,155 @@
+//! An MCP server started with `npx -y pkg` prepared by Berth instead (`berth prepare`), against
+//! a real npm and the test registry on loopback: before approval the launcher is named plainly;
+//! prepared, the exact version with its integrity is installed once in Berth's data dir with
+//! install scripts off, and the server runs from there with Node — not through npx.
+
+use serde_json::{json, Value};
+
+use crate::support::registry::Registry;
+use crate::support::*;
+
+struct Setup {
+    s: Sandbox,
+    reg: Registry,
+}
+
+impl Setup {
+    fn run(&self, args: &[&str]) -> (i32, Value) {
+        let mut cmd = self.s.berth(args);
+        cmd.arg("--json")
+            .env("npm_config_registry", self.reg.url())
+            .env("npm_config_update_notifier", "false");
+        parse_json_output(&cmd.output().unwrap())
+    }
+}
+
+#[test]
+fn a_fetch_and_run_server_is_prepared_once_and_runs_from_berths_data_dir() {
+    let s = Sandbox::new();
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fetched": { "type": "local", "command": ["npx", "-y", "berth-mcp-fetched", "--flag"] } } })
+            .to_string(),
+    );
+    let t = Setup {
+        s,
+        reg: Registry::start(&["berth-mcp-fetched@1.0.0"]),
+    };
+    let (_, v) = t.run(&["sources"]);
+    let src = &v["sources"][0];
+    let id = src["id"].as_str().unwrap().to_string();
+    let launcher = src["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| {
+            d["message"]
+                .as_str()
+                .unwrap()
+                .contains("downloads and runs whatever is newest")
+        })
+        .unwrap_or_else(|| panic!("the launcher is not named: {src}"));
+    assert!(
+        launcher["recovery"]
+            .as_str()
+            .unwrap()
+            .contains("berth prepare"),
+        "{launcher}"
+    );
+
+    let (code, p) = t.run(&["prepare", &id]);
+    assert_eq!(code, 0, "{p}");
+    let p = &p["prepared"];
+    assert_eq!(p["package"], "berth-mcp-fetched");
+    assert_eq!(p["version"], "1.0.0");
+    assert!(
+        p["integrity"].as_str().unwrap().starts_with("sha512-"),
+        "{p}"
+    );
+    let program: Vec<String> = serde_json::from_value(p["program"].clone()).unwrap();
+    assert!(
+        program[1].starts_with(t.s.data_dir().to_str().unwrap()),
+        "{program:?}"
+    );
+    assert_eq!(
+        program.last().unwrap(),
+        "--flag",
+        "the entry's own arguments follow"
+    );
+    // The install script never ran.
+    let package_dir = std::path::Path::new(&program[1])
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    assert!(!package_dir.join("postinstall-ran").exists());
+
+    // The source says so, and the launcher's warning is gone.
+    let (_, st) = t.run(&["status"]);
+    assert_schema("status", &st);
+    let src = &st["sources"][0];
+    assert_eq!(src["lifecycle"]["prepared"]["version"], "1.0.0", "{src}");
+    assert!(!src["diagnostics"]
+        .to_string()
+        .contains("downloads and runs whatever is newest"));
+    // Approved, it runs what was prepared.
+    assert_eq!(t.run(&["approve", &id]).0, 0);
+    let (code, tools) = t.run(&["tools"]);
+    assert_eq!(code, 0, "{tools}");
+    assert_eq!(tools["tools"][0]["name"], "fetched_where", "{tools}");
+    let (code, r) = t.run(&["invoke", "fetched_where"]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["output"], format!("{} 1.0.0", program[1]));
+
+    // Negative control: another entry (a changed command) is not the one prepared; it runs as
+    // written — here `npx` against the test registry would be what starts, so it is only
+    // checked that the preparation no longer applies.
+    t.s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fetched": { "type": "local", "command": ["npx", "-y", "berth-mcp-fetched", "--other"] } } })
+            .to_string(),
+    );
+    let (_, v) = t.run(&["sources"]);
+    assert_eq!(
+        v["sources"][0]["state"], "pending-approval",
+        "a changed entry asks again"
+    );
+}
+
+#[test]
+fn what_cannot_be_prepared_says_why() {
+    let s = Sandbox::new();
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": {
+            "py": { "type": "local", "command": ["uvx", "some-server"] },
+            "plain": { "type": "local", "command": ["node", "server.mjs"] }
+        } })
+        .to_string(),
+    );
+    let t = Setup {
+        s,
+        reg: Registry::start(&[]),
+    };
+    let (_, v) = t.run(&["sources"]);
+    let id = |name: &str| {
+        v["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["entry"] == name)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (code, e) = t.run(&["prepare", &id("py")]);
+    assert_ne!(code, 0);
+    assert_eq!(e["error"]["code"], "unsupported", "{e}");
+    let (code, e) = t.run(&["prepare", &id("plain")]);
+    assert_ne!(code, 0);
+    assert_eq!(e["error"]["code"], "invalid-arguments", "{e}");
+    assert!(e["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not a fetch-and-run launcher"));
+}

@@ -15,6 +15,7 @@ fn main() {
             "update",
             "rollback",
             "choose",
+            "prepare",
         ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

@@ -25,7 +25,8 @@ export let sendChoice = null;
 // () => Promise<resumed backends>; rejects with {code, message, recovery}. Set by the transport.
 export let sendResume = null;
 // (action, source, opts) => Promise<answer>: action 'check' ({offers, errors}), 'update'
-// (opts.approveGrowth) or 'rollback' (opts.to) → the outcome. Rejects with {code, message,
+// (opts.approveGrowth), 'rollback' (opts.to) → the outcome, or 'prepare' (an MCP server's
+// fetch-and-run package) → what was prepared. Rejects with {code, message,
 // recovery}. Set by the transport in use.
 export let sendLifecycle = null;
 
@@ -85,6 +86,7 @@ function startTauri(tauri, page) {
     const o = obj(opts);
     if (action === 'check') return tauri.core.invoke('check_updates', { sources: source ? [source] : null });
     if (action === 'update') return tauri.core.invoke('update', { source, approveGrowth: !!o.approveGrowth });
+    if (action === 'prepare') return tauri.core.invoke('prepare', { source });
     return tauri.core.invoke('rollback', { source, to: o.to ?? null });
   };
   // Listen first, then ask: no change can fall between the two.
@@ -129,6 +131,7 @@ function startWeb(page) {
     const o = obj(opts);
     if (action === 'check') return webPost(token, 'updates/check', { sources: source ? [source] : null });
     if (action === 'update') return webPost(token, 'update', { source, approve_growth: !!o.approveGrowth }).then((b) => obj(b).update);
+    if (action === 'prepare') return webPost(token, 'prepare', { source }).then((b) => obj(b).prepared);
     return webPost(token, 'rollback', { source, to: o.to ?? null }).then((b) => obj(b).update);
   };
   page.setLive('connecting');

@@ -143,6 +143,15 @@ async fn choose(
     berth.inner().clone().choose(&tool, &candidate).await
 }
 
+/// Prepares an MCP server's fetch-and-run package in Berth's data dir (as `berth prepare`).
+#[tauri::command]
+async fn prepare(
+    berth: tauri::State<'_, Berth>,
+    source: String,
+) -> Result<berth_runtime::McpPrepared, BerthError> {
+    berth.inner().clone().prepare_mcp(&source).await
+}
+
 /// Manual resume of paused plugin hosts; the backends that were paused.
 #[tauri::command]
 async fn resume(berth: tauri::State<'_, Berth>) -> Result<Vec<String>, BerthError> {
@@ -247,7 +256,8 @@ pub fn run() {
             check_updates,
             update,
             rollback,
-            choose
+            choose,
+            prepare
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
+import { createInterface } from "node:readline"
 import { chromium } from "playwright-core"
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -293,4 +294,28 @@ export async function postApi(server, path, body) {
     parsed = text
   }
   return { status: res.status, body: parsed }
+}
+
+/** The loopback test registry with `visible` published: resolves with { url, publish(spec), stop() }. */
+export function startRegistry(visible) {
+  const child = spawn(
+    process.execPath,
+    [join(repo, "tests/support/registry.mjs"), "--root", join(repo, "fixtures/registry"), "--visible", visible.join(",")],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  )
+  return new Promise((resolve, reject) => {
+    child.once("error", reject)
+    createInterface({ input: child.stdout }).once("line", (line) => {
+      const { port } = JSON.parse(line)
+      const url = `http://127.0.0.1:${port}/`
+      resolve({
+        url,
+        publish: async (spec) => {
+          const res = await fetch(`${url}-/berth/publish`, { method: "POST", body: JSON.stringify({ spec }) })
+          assert.equal(res.status, 200, `publish ${spec}`)
+        },
+        stop: () => child.kill("SIGKILL"),
+      })
+    })
+  })
 }

@@ -6,8 +6,6 @@
 // Nothing waits on time: every step waits for what the page or the server shows.
 import { after, before, describe, test } from "node:test"
 import assert from "node:assert/strict"
-import { spawn } from "node:child_process"
-import { createInterface } from "node:readline"
 import { join } from "node:path"
 import {
   WAIT,
@@ -19,6 +17,7 @@ import {
   saveScreenshot,
   scratchMachine,
   sourceRow,
+  startRegistry,
   startServe,
   tearDown,
   waitForRevision,
@@ -27,30 +26,6 @@ import {
 
 // npm installs and a plugin host start: give them room.
 const LOAD_WAIT = 60_000
-
-/** The loopback test registry with `visible` published: resolves with { url, publish(spec), stop() }. */
-function startRegistry(visible) {
-  const child = spawn(
-    process.execPath,
-    [join(repo, "tests/support/registry.mjs"), "--root", join(repo, "fixtures/registry"), "--visible", visible.join(",")],
-    { stdio: ["pipe", "pipe", "inherit"] },
-  )
-  return new Promise((resolve, reject) => {
-    child.once("error", reject)
-    createInterface({ input: child.stdout }).once("line", (line) => {
-      const { port } = JSON.parse(line)
-      const url = `http://127.0.0.1:${port}/`
-      resolve({
-        url,
-        publish: async (spec) => {
-          const res = await fetch(`${url}-/berth/publish`, { method: "POST", body: JSON.stringify({ spec }) })
-          assert.equal(res.status, 200, `publish ${spec}`)
-        },
-        stop: () => child.kill("SIGKILL"),
-      })
-    })
-  })
-}
 
 describe("update controls against the real server and a registry on loopback", () => {
   let machine

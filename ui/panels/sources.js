@@ -91,7 +91,8 @@ function renderSource(s, pos) {
   const blocked = s.state === 'incompatible-version';
   const problems = diags.length && !blocked ? renderDiagnostics(diags) : null;
   const body = asking && !deferred
-    ? [problems, renderApprovalPanel(s, caps)]
+    // An MCP server's launcher can be replaced by a prepared package before it is approved.
+    ? [problems, renderApprovalPanel(s, caps), category(s) === 'mcp' ? renderVersions(s) : null]
     : [
       blocked ? renderBlocked(s, diags) : null,
       s.state === 'paused' ? renderPausedSource(s) : null,

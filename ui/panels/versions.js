@@ -29,6 +29,7 @@ const versionName = (v) => str(obj(v).version) || shortDigest(obj(v).digest);
 /** The card's "Version" block (nothing for a source that never ran and has no updates). */
 export function renderVersions(s) {
   const life = obj(s.lifecycle);
+  if (life.prepared || life.preparable) return renderPrepared(s, life);
   const current = life.current ? obj(life.current) : null;
   const history = arr(life.history).map(obj);
   const updates = life.updates ? obj(life.updates) : null;
@@ -41,6 +42,50 @@ export function renderVersions(s) {
       'Rolled back: it runs the kept earlier version above, not its files on disk. Edit them again, or approve them as they are, to run them.') : null,
     updates ? renderUpdates(s, updates) : renderLocalRollback(s, life),
     history.length ? renderHistory(id, history) : null,
+  ]);
+}
+
+/**
+ * An MCP server started by a fetch-and-run launcher: what Berth prepared in its place, or what
+ * the launcher does and "Prepare in Berth instead".
+ */
+function renderPrepared(s, life) {
+  const id = str(s.id);
+  const p = life.prepared ? obj(life.prepared) : null;
+  const offer = obj(life.preparable);
+  const entry = sent.get(id);
+  const busy = !!entry && entry.phase === 'sending';
+  let body;
+  if (p) {
+    body = el('p', { testid: 'prepared' }, [
+      'Prepared by Berth: ',
+      el('strong', { className: 'mono', testid: 'prepared-version', text: str(p.package) + '@' + str(p.version) }),
+      el('span', { className: 'muted', text: ' (integrity ' + str(p.integrity).slice(0, 19) + '\u2026), installed with its install scripts off; it runs from Berth\u2019s data dir, not through its launcher.' }),
+    ]);
+  } else {
+    const b = el('button', {
+      className: 'btn btn-small btn-allow',
+      testid: 'prepare',
+      text: busy ? 'Preparing\u2026' : 'Prepare in Berth instead',
+      dataset: { action: 'prepare' },
+      attrs: { type: 'button', 'aria-label': 'Prepare ' + str(offer.package) + ' in Berth instead of ' + str(offer.launcher) },
+    });
+    b.disabled = busy;
+    b.addEventListener('click', () => send(id, 'prepare'));
+    body = el('div', { testid: 'preparable' }, [
+      el('p', null, [
+        el('span', { className: 'mono', text: str(offer.launcher) }),
+        ' downloads and runs whatever is newest of ',
+        el('span', { className: 'mono', text: str(offer.package) }),
+        ' at every start, with its install scripts on. Berth can install the newest version once, check its integrity, keep its scripts off and run it from there.',
+      ]),
+      el('div', { className: 'update-actions' }, [b]),
+    ]);
+  }
+  return el('section', { className: 'versions', testid: 'versions', dataset: { sourceId: id } }, [
+    el('h3', { className: 'caps-title', text: 'Version' }),
+    body,
+    entry && entry.phase === 'error' ? errorBox(entry.error, 'Could not prepare it: ', 'prepare-error') : null,
   ]);
 }
 

@@ -46,7 +46,7 @@ pub use berth_host::{compat, runtimes};
 pub use crate::berth::Berth;
 pub use crate::core::{default_data_dir, BerthOptions};
 pub use crate::decisions::Decided;
-pub use berth_store::{Decision, Receipt, ReceiptStatus};
+pub use berth_store::{Decision, McpPrepared, Receipt, ReceiptStatus};
 pub use error::{code, BerthError};
 pub use secret::Secret;
 pub use snapshot::{SourceView, StatusEvent, StatusSnapshot};

@@ -217,6 +217,15 @@ pub struct SourceView {
     pub lifecycle: Lifecycle,
 }
 
+/// A fetch-and-run launcher Berth can replace with a prepared package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Preparable {
+    /// `npx`, `bunx`, `pnpm`, `yarn`.
+    pub launcher: String,
+    /// The package spec as the entry writes it.
+    pub package: String,
+}
+
 /// What ran of a source, and how it is updated (seed 003 §4, §9).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Lifecycle {
@@ -231,6 +240,10 @@ pub struct Lifecycle {
     /// package version that runs, from Berth's data dir.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prepared: Option<berth_store::McpPrepared>,
+    /// For an MCP server started by an npm fetch-and-run launcher, not prepared (yet): what
+    /// `berth prepare` would install instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preparable: Option<Preparable>,
     /// The execution version a rollback would run (the newest that ran whose exact bytes are
     /// here and that is not what is on disk now), if any.
     pub rollback_to: Option<i64>,

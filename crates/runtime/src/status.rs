@@ -247,6 +247,21 @@ impl Status {
                         progress.get(&source.id).cloned(),
                     );
                     lifecycle.pinned = pinned.contains(&source.id);
+                    lifecycle.preparable = if prepared.is_none() && src.kind == SourceKind::Mcp {
+                        berth_discovery::mcp::target_of(g, src).and_then(|t| match t {
+                            berth_discovery::McpTarget::Local { program, args, .. } => {
+                                berth_discovery::mcp::fetched_command(&program, &args)
+                                    .filter(|f| f.is_npm())
+                                    .map(|f| crate::snapshot::Preparable {
+                                        launcher: f.launcher,
+                                        package: f.package,
+                                    })
+                            }
+                            _ => None,
+                        })
+                    } else {
+                        None
+                    };
                     lifecycle.prepared = prepared;
                     if lifecycle.pinned {
                         // It runs the earlier version already.
@@ -475,6 +490,7 @@ fn lifecycle_of(
         rollback_to,
         pinned: false,
         prepared: None,
+        preparable: None,
     }
 }
 

@@ -163,6 +163,7 @@ impl Server {
             .route("/api/update", axum::routing::post(update))
             .route("/api/rollback", axum::routing::post(rollback))
             .route("/api/choose", axum::routing::post(choose))
+            .route("/api/prepare", axum::routing::post(prepare))
             .route_layer(middleware::from_fn_with_state(
                 self.state.clone(),
                 require_token,
@@ -495,6 +496,25 @@ async fn choose(State(s): State<AppState>, body: axum::body::Bytes) -> Response 
             .choose(&c.tool, &c.candidate)
             .await
             .map(|conflict| serde_json::json!({ "conflict": conflict })),
+    )
+}
+
+/// Prepares an MCP server's fetch-and-run package in Berth's data dir (as `berth prepare`):
+/// `{"source": id}` → `{"prepared": …}`.
+async fn prepare(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let body: Change = match parse_body(
+        &body,
+        "{\"source\": ..}",
+        "{\"source\": \"mcp-fetched-1d7e648b\"}",
+    ) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    answer(
+        s.berth
+            .prepare_mcp(&body.source)
+            .await
+            .map(|p| serde_json::json!({ "prepared": p })),
     )
 }
 

@@ -69,7 +69,10 @@ fn outputs_are_truncated_as_opencode_does_and_the_full_text_is_kept() {
         )
     );
     assert_eq!(r["metadata"]["truncated"], true);
-    assert!(path.starts_with(s.data_dir().join("tool-output").to_str().unwrap()), "{path}");
+    assert!(
+        path.starts_with(s.data_dir().join("tool-output").to_str().unwrap()),
+        "{path}"
+    );
     let full = std::fs::read_to_string(path).unwrap();
     assert_eq!(full.lines().count(), 3000);
     assert_eq!(full.lines().last(), Some("line 3000"));
@@ -83,11 +86,18 @@ fn outputs_are_truncated_as_opencode_does_and_the_full_text_is_kept() {
     let (code, r) = call(&s, "bytes");
     assert_eq!(code, 0, "{r}");
     let out = r["output"].as_str().unwrap();
-    assert!(out.starts_with("\n\n...61440 bytes truncated...\n\n"), "{}", &out[..80]);
+    assert!(
+        out.starts_with("\n\n...61440 bytes truncated...\n\n"),
+        "{}",
+        &out[..80]
+    );
     // Small: whole, and `truncated: false` beside the tool's own metadata (OpenCode adds it).
     let (_, r) = call(&s, "small");
     assert_eq!(r["output"], "small");
-    assert_eq!(r["metadata"], serde_json::json!({ "mine": 1, "truncated": false }));
+    assert_eq!(
+        r["metadata"],
+        serde_json::json!({ "mine": 1, "truncated": false })
+    );
 }
 
 #[test]

@@ -855,10 +855,15 @@ async fn a_tool_name_several_sources_register_is_a_conflict_the_person_decides()
     // The person chooses OpenCode's pick.
     berth.choose("dup", &b).await.unwrap();
     assert_eq!(answer(&berth).await.unwrap(), "b");
-    // b withdrawn: the name goes back to a, not to the file.
+    // b withdrawn: the candidates changed, so it asks again; OpenCode's pick among those left
+    // (a plugin over the file) serves meanwhile, and the conflict says so.
     decide_one(&b, Decision::Deny);
     berth.activate().await;
     assert_eq!(answer(&berth).await.unwrap(), "a");
+    let status = berth.status();
+    let conflict = status.conflicts.iter().find(|c| c.tool == "dup").unwrap();
+    assert_eq!(conflict.serving.as_deref(), Some(a.as_str()));
+    assert!(conflict.reason.contains("changed since you chose"), "{}", conflict.reason);
 }
 
 /// Activations wait for each other: three at once load a plugin once (its factory runs once),

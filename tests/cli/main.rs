@@ -16,6 +16,7 @@ mod hooks;
 mod host;
 mod ledger;
 mod lifecycle;
+mod mcp_https;
 mod mcp_prepare;
 mod mcp_servers;
 mod npm;

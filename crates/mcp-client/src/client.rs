@@ -279,14 +279,6 @@ impl Connection {
         use rmcp::transport::streamable_http_client::{
             StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
         };
-        if url.starts_with("https://") {
-            return Err(err(
-                server,
-                code::UNSUPPORTED,
-                format!("MCP server `{server}` is at an https URL; this build of Berth speaks plain HTTP to MCP servers only (loopback and test servers)"),
-                "use it from OpenCode for now",
-            ));
-        }
         let mut map = std::collections::HashMap::new();
         for (k, v) in headers {
             // The header's name may be shown; its value never is.

@@ -551,3 +551,63 @@ fn the_opencode_comparison_of_mcp_tools_fails_on_a_perturbed_recording() {
         "{d:?}"
     );
 }
+
+#[test]
+fn plugins_tool_hooks_run_around_mcp_and_builtin_calls() {
+    let s = Sandbox::new();
+    let log = s.root.path().join("fixture.log");
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fx": stdio_entry(&log) } }).to_string(),
+    );
+    s.copy_fixture(
+        "plugins/rewrites-around-tools.ts",
+        "project/.opencode/plugins/rewrites-around-tools.ts",
+    );
+    s.write("project/asked.txt", "asked\n");
+    s.write("project/rewritten.txt", "rewritten\n");
+    crate::support::approve_and_load(|a| s.run_json(a));
+    let (_, v) = s.run_json(&["sources"]);
+    let plugin = crate::support::id_of(&v, "rewrites-around-tools.ts");
+
+    // An MCP tool: the server got the rewritten argument, the hook's text block is the output,
+    // the receipt keeps the server's result and names the plugin.
+    let (code, r) = s.run_json(&["invoke", "fx_echo", "--args", r#"{"text":"hi"}"#]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(r["output"], "hi+before+after", "{r}");
+    assert_eq!(r["transformed_by"], json!([plugin]), "{r}");
+    assert_eq!(
+        r["raw"],
+        json!({ "content": [{ "type": "text", "text": "hi+before" }] }),
+        "{r}"
+    );
+    let asked = berth_discovery::sha256_hex(json!({"text": "hi"}).to_string().as_bytes());
+    assert_ne!(
+        r["args_digest"],
+        asked.as_str(),
+        "the receipt names what ran: {r}"
+    );
+
+    // A built-in: `read` ran on the rewritten path, the after hook's output is the answer.
+    let asked = s.project().join("asked.txt").display().to_string();
+    let args = json!({ "filePath": asked }).to_string();
+    let (code, r) = s.run_json(&["invoke", "read", "--args", &args]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["status"], "completed", "{r}");
+    let out = r["output"].as_str().unwrap();
+    assert!(
+        out.contains("1: rewritten") && out.ends_with("\n+after"),
+        "{r}"
+    );
+    assert_eq!(r["transformed_by"], json!([plugin]), "{r}");
+    assert!(
+        r["raw"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("1: rewritten")
+            && !r["raw"]["output"].as_str().unwrap().contains("+after"),
+        "{r}"
+    );
+    assert!(r["raw"]["title"].is_string(), "{r}");
+}

@@ -93,11 +93,7 @@ impl Catalog {
                 } else {
                     SourceState::LoadFailed
                 };
-                cat.activity.insert(id.clone(), state);
-                cat.failures.insert(id.clone(), e.clone());
-                // A server that is down keeps its claims: its conflicts stay shown.
-                cat.suspend(&id);
-                cat.loaded.remove(&id);
+                down(&mut cat, &id, state, e.clone());
                 act.problems.push(e);
             }
         }
@@ -213,6 +209,24 @@ impl Catalog {
                 })
             },
         };
+        // The loss that spent the restart budget pauses the source now (not at the next
+        // activation): the status says so, and its tools are withdrawn until it is resumed.
+        if outcome.is_err() {
+            let server = self
+                .core
+                .status()
+                .sources
+                .iter()
+                .find(|s| &s.id == source_id)
+                .map(|s| s.entry.clone());
+            if let Some(e) = server.and_then(|name| self.mcp.pause_problem(source_id, &name)) {
+                {
+                    let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                    down(&mut cat, source_id, SourceState::Paused, e);
+                }
+                self.core.rescan();
+            }
+        }
         let finished = self
             .core
             .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
@@ -229,4 +243,13 @@ impl Catalog {
             )
         })
     }
+}
+
+/// Source `id` cannot serve (`state`, because of `e`): it keeps its claims, so its conflicts
+/// stay shown, and its tools are withdrawn.
+fn down(cat: &mut CatalogState, id: &str, state: SourceState, e: BerthError) {
+    cat.activity.insert(id.to_string(), state);
+    cat.failures.insert(id.to_string(), e);
+    cat.suspend(id);
+    cat.loaded.remove(id);
 }

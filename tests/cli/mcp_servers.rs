@@ -611,3 +611,34 @@ fn plugins_tool_hooks_run_around_mcp_and_builtin_calls() {
     );
     assert!(r["raw"]["title"].is_string(), "{r}");
 }
+
+#[test]
+fn mcp_names_match_real_opencode_live() {
+    // The recorder against the real OpenCode now: the same tools, descriptions and schemas as
+    // the recording, one tool under the colliding key that a call reaches, and Berth equal to it.
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("names.json");
+    crate::support::run_oracle(
+        "record-mcp-names",
+        &[std::ffi::OsStr::new("--out"), file.as_os_str()],
+    );
+    let live: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let rec = names_recording();
+    assert_eq!(live["opencode_version"], "1.18.4");
+    assert_eq!(live["offered"], rec["offered"]);
+    assert_eq!(live["api"], rec["api"]);
+    assert_eq!(live["hooks"], rec["hooks"]);
+    for o in live["collision"]["outcomes"].as_array().unwrap() {
+        assert_eq!(o["offered_under_key"], 1, "{o}");
+        assert_eq!(o["offered_from"], o["call_reached"], "{o}");
+    }
+    let s = with_servers(recorded_servers(&live));
+    for name in live["servers"].as_object().unwrap().keys() {
+        approve(&s, name);
+    }
+    let (_, v) = s.run_json(&["tools"]);
+    assert_eq!(
+        differences_from_opencode(&live, &mcp_tools(&v)),
+        Vec::<String>::new()
+    );
+}

@@ -69,6 +69,17 @@ fn wait_for_line(log: &Path, prefix: &str) {
     }
 }
 
+/// The MCP servers' tools of a `berth tools` answer (Berth's built-ins are listed too).
+fn mcp_tools(v: &Value) -> Vec<Value> {
+    v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["provider"]["kind"] == "mcp")
+        .cloned()
+        .collect()
+}
+
 fn approve(s: &Sandbox, name: &str) -> String {
     let (_, v) = s.run_json(&["sources"]);
     let id = source_named(&v, name)["id"].as_str().unwrap().to_string();
@@ -97,7 +108,7 @@ fn an_approved_stdio_server_is_listed_under_opencode_keys_and_called() {
     assert!(summary.contains("FIXTURE_TOKEN") && summary.contains("MCP_FIXTURE_LOG"));
     assert!(!summary.contains("canary-9f2c41"));
     let (_, tools) = s.run_json(&["tools"]);
-    assert_eq!(tools["tools"], json!([]));
+    assert_eq!(mcp_tools(&tools), Vec::<Value>::new());
     assert!(log_lines(&log).is_empty(), "started before approval");
 
     let id = approve(&s, "fx.tools");
@@ -152,7 +163,7 @@ fn an_approved_stdio_server_is_listed_under_opencode_keys_and_called() {
     assert_eq!(code, 0);
     let before = log_lines(&log).len();
     let (_, tools) = s.run_json(&["tools"]);
-    assert_eq!(tools["tools"], json!([]));
+    assert_eq!(mcp_tools(&tools), Vec::<Value>::new());
     assert_eq!(log_lines(&log).len(), before, "a denied server was started");
 }
 
@@ -362,4 +373,303 @@ fn what_berth_must_not_or_cannot_connect_is_said_before_anything_runs() {
         let (code, out) = s.run_json(&["approve", &id]);
         assert_eq!(code, 1, "{out}");
     }
+}
+
+/// OpenCode 1.18.4's record of the same servers (`scripts/oracle/record-mcp-names`).
+fn names_recording() -> Value {
+    let text = std::fs::read_to_string(repo_root().join("tests/oracle/mcp/names.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The recorded servers, configured in Berth as in the recording (`fixtures/mcp-names`).
+fn recorded_servers(rec: &Value) -> Value {
+    let servers = rec["servers"].as_object().unwrap();
+    let entries = servers.iter().map(|(name, tools)| {
+        let mut command = vec![json!("node"), json!(fixture())];
+        for t in tools.as_array().unwrap() {
+            command.extend([json!("--tool"), t.clone()]);
+        }
+        (name.clone(), json!({ "type": "local", "command": command }))
+    });
+    Value::Object(entries.collect())
+}
+
+/// How Berth's MCP tools differ from what OpenCode sent the model, beyond ledger row D-040
+/// (OpenCode adds `additionalProperties: false` to a server's schema) and the collision (D-038:
+/// OpenCode's winner is not fixed, so either candidate's description is OpenCode's).
+fn differences_from_opencode(rec: &Value, tools: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    let offered = rec["offered"].as_array().unwrap();
+    let mut theirs: Vec<&str> = offered
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let mut ours: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    theirs.sort();
+    ours.sort();
+    if theirs != ours {
+        out.push(format!("names: OpenCode {theirs:?}, Berth {ours:?}"));
+    }
+    let collision = &rec["collision"];
+    for want in offered {
+        let name = want["name"].as_str().unwrap();
+        let Some(got) = tools.iter().find(|t| t["name"] == name) else {
+            continue;
+        };
+        let descriptions: Vec<&Value> = if name == collision["key"] {
+            collision["candidates"]
+                .as_object()
+                .unwrap()
+                .values()
+                .collect()
+        } else {
+            vec![&want["description"]]
+        };
+        if !descriptions.contains(&&got["description"]) {
+            out.push(format!(
+                "{name}: description {} not {descriptions:?}",
+                got["description"]
+            ));
+        }
+        // D-040: the server's schema as it gave it; OpenCode closes it.
+        let mut closed = got["parameters"].clone();
+        closed["additionalProperties"] = json!(false);
+        if closed != want["parameters"] {
+            out.push(format!(
+                "{name}: parameters {} not {}",
+                got["parameters"], want["parameters"]
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn mcp_tools_get_opencodes_names_descriptions_and_schemas_and_the_collision_is_shown() {
+    let rec = names_recording();
+    assert_eq!(rec["opencode_version"], "1.18.4");
+    let s = with_servers(recorded_servers(&rec));
+    for name in rec["servers"].as_object().unwrap().keys() {
+        approve(&s, name);
+    }
+    let (code, v) = s.run_json(&["tools"]);
+    assert_eq!(code, 0, "{v}");
+    let tools = mcp_tools(&v);
+    assert_eq!(
+        differences_from_opencode(&rec, &tools),
+        Vec::<String>::new()
+    );
+    assert!(tools.iter().any(|t| t["name"] == "my_server_echo"));
+
+    // OpenCode offered one tool under the colliding key, from either server (the recording
+    // saw both win), and a call reached the one offered; Berth shows both as a conflict.
+    let collision = &rec["collision"];
+    assert_eq!(collision["winners"], json!(["foo", "foo_bar"]));
+    for o in collision["outcomes"].as_array().unwrap() {
+        assert_eq!(o["offered_under_key"], 1, "{o}");
+        assert_eq!(o["offered_from"], o["call_reached"], "{o}");
+    }
+    let (_, srcs) = s.run_json(&["sources"]);
+    let (foo, foo_bar) = (
+        source_named(&srcs, "foo")["id"].clone(),
+        source_named(&srcs, "foo_bar")["id"].clone(),
+    );
+    let (code, v) = s.run_json(&["conflicts"]);
+    assert_eq!(code, 0, "{v}");
+    let c = v["conflicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tool"] == "foo_bar_baz")
+        .unwrap_or_else(|| panic!("no conflict on foo_bar_baz: {v}"));
+    let mut ids: Vec<&Value> = c["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["id"])
+        .collect();
+    ids.sort_by_key(|v| v.to_string());
+    let mut want = vec![&foo, &foo_bar];
+    want.sort_by_key(|v| v.to_string());
+    assert_eq!(ids, want, "{c}");
+    assert!(c["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["kind"] == "mcp"));
+    // OpenCode's pick between them is not fixed: Berth names none, and keeps one serving.
+    assert!(c["opencode_winner"].is_null(), "{c}");
+    assert!(c["serving"] == foo || c["serving"] == foo_bar, "{c}");
+    assert_eq!(c["state"], "asks", "{c}");
+}
+
+#[test]
+fn the_opencode_comparison_of_mcp_tools_fails_on_a_perturbed_recording() {
+    let rec = names_recording();
+    let s = with_servers(recorded_servers(&rec));
+    for name in rec["servers"].as_object().unwrap().keys() {
+        approve(&s, name);
+    }
+    let (_, v) = s.run_json(&["tools"]);
+    let tools = mcp_tools(&v);
+    let perturb = |f: &dyn Fn(&mut Value)| {
+        let mut r = rec.clone();
+        f(&mut r);
+        differences_from_opencode(&r, &tools)
+    };
+    let at = |r: &mut Value, name: &str| -> usize {
+        r["offered"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|t| t["name"] == name)
+            .unwrap()
+    };
+    // A description, a schema, a name and the collision's candidates, each changed alone.
+    let d = perturb(&|r| {
+        let i = at(r, "fx_echo");
+        r["offered"][i]["description"] = json!("Returns its text!");
+    });
+    assert!(
+        d.len() == 1 && d[0].starts_with("fx_echo: description"),
+        "{d:?}"
+    );
+    let d = perturb(&|r| {
+        let i = at(r, "fx_dotted_name");
+        r["offered"][i]["parameters"]["properties"]["n"]["minimum"] = json!(1);
+    });
+    assert!(
+        d.len() == 1 && d[0].starts_with("fx_dotted_name: parameters"),
+        "{d:?}"
+    );
+    let d = perturb(&|r| {
+        let i = at(r, "my_server_echo");
+        r["offered"][i]["name"] = json!("my.server_echo");
+    });
+    assert!(d.len() == 1 && d[0].starts_with("names:"), "{d:?}");
+    let d = perturb(&|r| {
+        r["collision"]["candidates"] = json!({ "foo": "something else", "foo_bar": "neither" });
+    });
+    assert!(
+        d.len() == 1 && d[0].starts_with("foo_bar_baz: description"),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn plugins_tool_hooks_run_around_mcp_and_builtin_calls() {
+    let s = Sandbox::new();
+    let log = s.root.path().join("fixture.log");
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fx": stdio_entry(&log) } }).to_string(),
+    );
+    s.copy_fixture(
+        "plugins/rewrites-around-tools.ts",
+        "project/.opencode/plugins/rewrites-around-tools.ts",
+    );
+    s.write("project/asked.txt", "asked\n");
+    s.write("project/rewritten.txt", "rewritten\n");
+    crate::support::approve_and_load(|a| s.run_json(a));
+    let (_, v) = s.run_json(&["sources"]);
+    let plugin = crate::support::id_of(&v, "rewrites-around-tools.ts");
+
+    // An MCP tool: the server got the rewritten argument, the hook's text block is the output,
+    // the receipt keeps the server's result and names the plugin.
+    let (code, r) = s.run_json(&["invoke", "fx_echo", "--args", r#"{"text":"hi"}"#]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(r["output"], "hi+before+after", "{r}");
+    assert_eq!(r["transformed_by"], json!([plugin]), "{r}");
+    assert_eq!(
+        r["raw"],
+        json!({ "content": [{ "type": "text", "text": "hi+before" }] }),
+        "{r}"
+    );
+    let asked = berth_discovery::sha256_hex(json!({"text": "hi"}).to_string().as_bytes());
+    assert_ne!(
+        r["args_digest"],
+        asked.as_str(),
+        "the receipt names what ran: {r}"
+    );
+
+    // A built-in: `read` ran on the rewritten path, the after hook's output is the answer.
+    let asked = s.project().join("asked.txt").display().to_string();
+    let args = json!({ "filePath": asked }).to_string();
+    let (code, r) = s.run_json(&["invoke", "read", "--args", &args]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["status"], "completed", "{r}");
+    let out = r["output"].as_str().unwrap();
+    assert!(
+        out.contains("1: rewritten") && out.ends_with("\n+after"),
+        "{r}"
+    );
+    assert_eq!(r["transformed_by"], json!([plugin]), "{r}");
+    assert!(
+        r["raw"]["output"]
+            .as_str()
+            .unwrap()
+            .contains("1: rewritten")
+            && !r["raw"]["output"].as_str().unwrap().contains("+after"),
+        "{r}"
+    );
+    assert!(r["raw"]["title"].is_string(), "{r}");
+}
+
+#[test]
+fn mcp_names_match_real_opencode_live() {
+    // The recorder against the real OpenCode now: the same tools, descriptions and schemas as
+    // the recording, one tool under the colliding key that a call reaches, and Berth equal to it.
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("names.json");
+    crate::support::run_oracle(
+        "record-mcp-names",
+        &[std::ffi::OsStr::new("--out"), file.as_os_str()],
+    );
+    let live: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let rec = names_recording();
+    assert_eq!(live["opencode_version"], "1.18.4");
+    // The colliding key's tool is either server's (OpenCode's pick is not fixed); the rest is
+    // the recording's, exactly.
+    let key = &rec["collision"]["key"];
+    let settled = |r: &Value| -> Vec<Value> {
+        r["offered"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| &t["name"] != key)
+            .cloned()
+            .collect()
+    };
+    assert_eq!(settled(&live), settled(&rec));
+    let candidates: Vec<&Value> = rec["collision"]["candidates"]
+        .as_object()
+        .unwrap()
+        .values()
+        .collect();
+    let under_key: Vec<&Value> = live["offered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| &t["name"] == key)
+        .collect();
+    assert!(
+        under_key.len() == 1 && candidates.contains(&&under_key[0]["description"]),
+        "{under_key:?}"
+    );
+    assert_eq!(live["api"], rec["api"]);
+    assert_eq!(live["hooks"], rec["hooks"]);
+    for o in live["collision"]["outcomes"].as_array().unwrap() {
+        assert_eq!(o["offered_under_key"], 1, "{o}");
+        assert_eq!(o["offered_from"], o["call_reached"], "{o}");
+    }
+    let s = with_servers(recorded_servers(&live));
+    for name in live["servers"].as_object().unwrap().keys() {
+        approve(&s, name);
+    }
+    let (_, v) = s.run_json(&["tools"]);
+    assert_eq!(
+        differences_from_opencode(&live, &mcp_tools(&v)),
+        Vec::<String>::new()
+    );
 }

@@ -863,7 +863,11 @@ async fn a_tool_name_several_sources_register_is_a_conflict_the_person_decides()
     let status = berth.status();
     let conflict = status.conflicts.iter().find(|c| c.tool == "dup").unwrap();
     assert_eq!(conflict.serving.as_deref(), Some(a.as_str()));
-    assert!(conflict.reason.contains("changed since you chose"), "{}", conflict.reason);
+    assert!(
+        conflict.reason.contains("changed since you chose"),
+        "{}",
+        conflict.reason
+    );
 }
 
 /// Activations wait for each other: three at once load a plugin once (its factory runs once),

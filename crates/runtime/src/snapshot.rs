@@ -92,7 +92,10 @@ pub struct Conflict {
     pub state: ConflictState,
     /// Why it asks (or what was chosen), in words.
     pub reason: String,
-    /// The candidate OpenCode 1.18.4 would let win (its silent last-wins).
+    /// The candidate OpenCode 1.18.4 would let win (its silent last-wins); none when its pick
+    /// is not fixed: several MCP servers' tools on one key, where whichever server's list
+    /// OpenCode assembles last wins (`tests/oracle/mcp/names.json` saw either win in either
+    /// config order).
     pub opencode_winner: Option<String>,
 }
 

@@ -1,7 +1,8 @@
 //! Berth's own built-in tools in the catalog (`berth-builtins`: OpenCode 1.18.4's `read`, `glob`
 //! and `grep`, native): always a candidate for their names, so that a plugin, tool file or MCP
 //! server registering `read` makes a conflict the person sees (`conflicts`), and called like
-//! every other tool — a receipt, the deadline, cancel, limited to the project.
+//! every other tool — a receipt, the deadline, cancel, the plugins' tool hooks around it
+//! (`around`), limited to the project.
 //!
 //! Owns: the built-ins' catalog entries and one call of one. Must not: decide who serves a name
 //! (`conflicts::elect`) or read files itself (the `berth-builtins` crate does, and refuses any
@@ -76,28 +77,62 @@ impl Catalog {
         ctx.worktree = project.worktree.clone();
         let token = ctx.cancel.clone();
         let cancel = control.cancel.clone();
-        let outcome = tokio::select! {
-            r = berth_builtins::call(tool, args, &ctx) => r.map_err(|e| {
-                BerthError::new(e.code(), tool, e.to_string(), e.recovery()).for_plugin(BUILTIN.to_string())
-            }),
-            _ = cancel.notified() => {
-                token.cancel();
-                Err(BerthError::new(code::CANCELLED, tool, "the call was cancelled", "call it again if it is still needed"))
+        // OpenCode runs the plugins' tool hooks around its built-ins too; the built-in checks
+        // the arguments the before hooks left, and the after hooks get `{title, output,
+        // metadata}`.
+        let hooks = self.tool_hooks();
+        let mut hooked = around::Hooked::default();
+        let outcome = async {
+            let args = self
+                .run_before(&hooks, tool, &receipt_id, args, deadline, &mut hooked)
+                .await?;
+            let o = tokio::select! {
+                r = berth_builtins::call(tool, args.clone(), &ctx) => r.map_err(|e| {
+                    BerthError::new(e.code(), tool, e.to_string(), e.recovery()).for_plugin(BUILTIN.to_string())
+                }),
+                _ = cancel.notified() => {
+                    token.cancel();
+                    Err(BerthError::new(code::CANCELLED, tool, "the call was cancelled", "call it again if it is still needed"))
+                }
+                _ = tokio::time::sleep(deadline) => {
+                    token.cancel();
+                    Err(BerthError::new(code::TIMEOUT, tool, format!("no answer within {} ms", deadline.as_millis()), "narrow the call (a path, a pattern) or give it a longer timeout"))
+                }
+            }?;
+            let result = serde_json::json!({ "title": o.title, "output": o.output, "metadata": o.metadata });
+            let fin = self
+                .run_after(&hooks, tool, &receipt_id, &args, result, deadline, &mut hooked)
+                .await?;
+            match (fin["title"].as_str(), fin["output"].as_str()) {
+                (Some(title), Some(output)) => Ok((title.to_string(), output.to_string(), fin["metadata"].clone())),
+                _ => Err(BerthError::new(
+                    code::INVALID_RESPONSE,
+                    tool,
+                    "tool.execute.after left a result without a title and an output string",
+                    "fix or disable the plugins named in the receipt",
+                )),
             }
-            _ = tokio::time::sleep(deadline) => {
-                token.cancel();
-                Err(BerthError::new(code::TIMEOUT, tool, format!("no answer within {} ms", deadline.as_millis()), "narrow the call (a path, a pattern) or give it a longer timeout"))
-            }
-        };
+        }
+        .await;
+        let args_digest = hooked
+            .final_args
+            .as_ref()
+            .map(|a| berth_discovery::sha256_hex(a.to_string().as_bytes()));
+        let raw = hooked.raw.as_ref().filter(|_| !hooked.by.is_empty());
         let end = match &outcome {
-            Ok(o) => Finish {
-                title: Some(&o.title),
-                output: Some(&o.output),
-                metadata: Some(&o.metadata),
+            Ok((title, output, metadata)) => Finish {
+                title: Some(title),
+                output: Some(output),
+                metadata: Some(metadata),
+                raw,
+                transformed_by: &hooked.by,
+                args_digest: args_digest.as_deref(),
                 ..Finish::new(ReceiptStatus::Completed)
             },
             Err(e) => Finish {
                 error: Some((e.code, &e.message)),
+                transformed_by: &hooked.by,
+                args_digest: args_digest.as_deref(),
                 ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
                     ReceiptStatus::Cancelled
                 } else {

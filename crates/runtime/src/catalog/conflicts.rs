@@ -83,11 +83,19 @@ pub fn elect(
     builtin_first: bool,
 ) -> Outcome {
     let available = |id: &str| candidates.iter().any(|c| c.id == id && c.available);
-    let opencode_winner = candidates
+    // Berth's stand-in for OpenCode's pick: the later one of the highest kind, deterministic.
+    let last_wins = candidates
         .iter()
         .filter(|c| c.available)
         .max_by_key(|c| c.rank())
         .map(|c| c.id.clone());
+    // OpenCode's own pick is not fixed between MCP servers' tools on one key: say none.
+    let mcp_tie = candidates
+        .iter()
+        .filter(|c| c.available && c.kind == ProviderKind::Mcp)
+        .count()
+        > 1;
+    let opencode_winner = last_wins.clone().filter(|_| !mcp_tie);
     let digest = digest(candidates);
     let record = |serving: &Option<String>| {
         serving
@@ -107,8 +115,8 @@ pub fn elect(
         // Uncontested: who serves it is recorded too, so that when a newcomer claims the name
         // later (in this process or after a restart) the one serving before stays.
         return Outcome {
-            keep: record(&opencode_winner),
-            winner: opencode_winner,
+            keep: record(&last_wins),
+            winner: last_wins,
             conflict: None,
         };
     }
@@ -148,7 +156,7 @@ pub fn elect(
         .find(|c| c.kind == ProviderKind::Builtin && c.available && builtin_first)
         .map(|c| c.id.clone());
     let kept_before = stored.map(|s| s.candidate.clone()).filter(|c| available(c));
-    let keep = builtin.or(kept_before).or_else(|| opencode_winner.clone());
+    let keep = builtin.or(kept_before).or_else(|| last_wins.clone());
     let why = match person {
         Some(p) if p.digest == digest && !available(&p.candidate) => format!(
             "you chose `{}` for `{tool}`, and it cannot serve now (it failed to load or is held)",
@@ -203,6 +211,43 @@ mod tests {
             by_person,
             set_at_ms: 1,
         }
+    }
+
+    #[test]
+    fn two_mcp_servers_on_one_key_have_no_opencode_winner_but_one_serves() {
+        let foo = cand("mcp-foo", ProviderKind::Mcp, "d1", 0);
+        let foo_bar = cand("mcp-foo_bar", ProviderKind::Mcp, "d2", 1);
+        let o = elect(
+            "foo_bar_baz",
+            &[foo.clone(), foo_bar.clone()],
+            None,
+            None,
+            true,
+        );
+        let c = o.conflict.unwrap();
+        assert_eq!(
+            c.opencode_winner, None,
+            "OpenCode's pick between them is not fixed"
+        );
+        assert_eq!(o.winner.as_deref(), Some("mcp-foo_bar"));
+        assert_eq!(c.serving.as_deref(), Some("mcp-foo_bar"));
+        // Beside a plugin's tool, OpenCode's MCP tools still win over it, but which one is not
+        // fixed either.
+        let plugin = cand("plugin:p", ProviderKind::FilePlugin, "d3", 0);
+        let o = elect(
+            "foo_bar_baz",
+            &[plugin.clone(), foo.clone(), foo_bar],
+            None,
+            None,
+            true,
+        );
+        assert_eq!(o.conflict.unwrap().opencode_winner, None);
+        // One MCP tool against a plugin's: OpenCode's MCP tool replaces it, always.
+        let o = elect("foo_bar_baz", &[plugin, foo], None, None, true);
+        assert_eq!(
+            o.conflict.unwrap().opencode_winner.as_deref(),
+            Some("mcp-foo")
+        );
     }
 
     #[test]

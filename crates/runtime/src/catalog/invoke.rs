@@ -172,16 +172,11 @@ impl Catalog {
             part(serde_json::json!({ "status": "running", "input": args, "time": { "start": started_ms } })),
         );
         // The plugins whose `tool.execute.before/after` hooks run around the call, in order.
-        let (before, after) = {
-            let cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
-            (
-                cat.with_hook_in("tool.execute.before"),
-                cat.with_hook_in("tool.execute.after"),
-            )
-        };
-        let outcome = if before
+        let hooks = self.tool_hooks();
+        let outcome = if hooks
+            .before
             .iter()
-            .chain(after.iter())
+            .chain(hooks.after.iter())
             .all(|(_, k)| k == &tool_host)
         {
             // One host runs the hooks and the tool in one call (the usual case).
@@ -191,7 +186,7 @@ impl Catalog {
             host.call(
                 &entry.provider.source_id,
                 CallKind::Invoke,
-                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&before), "after": ids(&after), "truncate": truncate }),
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&hooks.before), "after": ids(&hooks.after), "truncate": truncate }),
                 opts,
             )
             .await
@@ -203,8 +198,7 @@ impl Catalog {
                 &args,
                 context,
                 &truncate,
-                &before,
-                &after,
+                &hooks,
                 opts,
             )
             .await
@@ -296,9 +290,9 @@ impl Catalog {
 
 impl Catalog {
     /// One call whose `tool.execute.before/after` hooks live in other hosts than the tool (a
-    /// plugin with a host of its own): the chains run host by host in OpenCode's order and
-    /// the tool runs on the arguments they left (its host checks them against its schema
-    /// again). The answer has the shape the one-host call gives.
+    /// plugin with a host of its own): the chains run host by host in OpenCode's order
+    /// (`around`) and the tool runs on the arguments they left (its host checks them against
+    /// its schema again). The answer has the shape the one-host call gives.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn invoke_across_hosts(
         &self,
@@ -308,42 +302,26 @@ impl Catalog {
         args: &Value,
         context: Value,
         truncate: &Value,
-        before: &[(String, HostKey)],
-        after: &[(String, HostKey)],
+        hooks: &around::ToolHooks,
         opts: CallOptions,
     ) -> Result<Value, crate::host::CallError> {
         let lost = |e: BerthError| crate::host::CallError {
             code: e.code,
             message: e.message,
         };
-        let hook_input =
-            serde_json::json!({ "tool": tool, "sessionID": "berth", "callID": context["callID"] });
-        let instances = |v: &Value| -> Vec<String> {
-            v["steps"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s["instance"].as_str().map(str::to_string))
-                .collect()
-        };
-        let mut args = args.clone();
-        let mut by: Vec<String> = Vec::new();
-        if !before.is_empty() {
-            let v = self
-                .run_segments(
-                    "tool.execute.before",
-                    before,
-                    hook_input.clone(),
-                    serde_json::json!({ "args": args }),
-                    Some(opts.timeout),
-                )
-                .await
-                .map_err(lost)?;
-            if v["output"]["args"] != args {
-                by = instances(&v);
-                args = v["output"]["args"].clone();
-            }
-        }
+        let call_id = context["callID"].as_str().unwrap_or_default().to_string();
+        let mut hooked = around::Hooked::default();
+        let args = self
+            .run_before(
+                hooks,
+                tool,
+                &call_id,
+                args.clone(),
+                opts.timeout,
+                &mut hooked,
+            )
+            .await
+            .map_err(lost)?;
         let mut v = host
             .call(
                 source_id,
@@ -352,11 +330,11 @@ impl Catalog {
                 opts.clone(),
             )
             .await?;
-        if !by.is_empty() {
-            v["finalArgs"] = args.clone();
+        if let Some(a) = &hooked.final_args {
+            v["finalArgs"] = a.clone();
         }
-        if after.is_empty() {
-            v["transformedBy"] = serde_json::json!(by);
+        if hooks.after.is_empty() {
+            v["transformedBy"] = serde_json::json!(hooked.by);
             return Ok(v);
         }
         // The full text is Berth's, not the hooks'.
@@ -365,35 +343,20 @@ impl Catalog {
             .filter_map(|k| v.as_object_mut()?.remove(k).map(|x| (k.to_string(), x)))
             .collect();
         let raw = serde_json::json!({ "title": v["title"], "output": v["output"], "metadata": v["metadata"] });
-        let mut input = hook_input;
-        input["args"] = args;
-        let chained = self
-            .run_segments(
-                "tool.execute.after",
-                after,
-                input,
-                raw.clone(),
-                Some(opts.timeout),
-            )
+        let fin = self
+            .run_after(hooks, tool, &call_id, &args, raw, opts.timeout, &mut hooked)
             .await
             .map_err(lost)?;
-        let fin = &chained["output"];
         if !fin["output"].is_string() {
             return Err(crate::host::CallError {
                 code: code::INVALID_RESPONSE,
                 message: "tool.execute.after left a result without an output string".into(),
             });
         }
-        for i in instances(&chained) {
-            if !by.contains(&i) {
-                by.push(i);
-            }
-        }
-        let changed = fin != &raw;
         let mut answer = serde_json::json!({
             "title": fin["title"], "output": fin["output"], "metadata": fin["metadata"],
-            "raw": if changed { raw } else { Value::Null },
-            "transformedBy": by,
+            "raw": hooked.raw,
+            "transformedBy": hooked.by,
             "finalArgs": v["finalArgs"],
         });
         if let Some(o) = answer.as_object_mut() {

@@ -1,7 +1,8 @@
 //! MCP servers in the catalog: an approved MCP source is connected when activation clears it
 //! (`mcp_servers` holds the connection) and its tools are offered like every other source's
 //! (`offer` → `register_tools`, under OpenCode's keys); a call of one is a receipted
-//! `tools/call` with the deadline and cancel of every call.
+//! `tools/call` with the deadline and cancel of every call, the plugins' tool hooks around it
+//! (`around`).
 
 use std::time::Duration;
 
@@ -100,11 +101,7 @@ impl Catalog {
                 } else {
                     SourceState::LoadFailed
                 };
-                cat.activity.insert(id.clone(), state);
-                cat.failures.insert(id.clone(), e.clone());
-                // A server that is down keeps its claims: its conflicts stay shown.
-                cat.suspend(&id);
-                cat.loaded.remove(&id);
+                down(&mut cat, &id, state, e.clone());
                 act.problems.push(e);
             }
         }
@@ -140,31 +137,79 @@ impl Catalog {
         self.core
             .with_store(|s| s.mark_receipt_running(&receipt_id))?;
         let deadline = timeout.unwrap_or_else(|| self.policy.current().budget("budget.tool"));
-        let outcome = self
-            .mcp
-            .call(source_id, tool, args, deadline, control.cancel)
-            .await;
-        let metadata = outcome.as_ref().ok().map(|r| {
-            serde_json::json!({ "content": r.content, "structuredContent": r.structured, "isError": r.is_error })
-        });
+        // OpenCode runs the plugins' tool hooks around MCP tools too; `tool.execute.after`
+        // gets the server's result as OpenCode passes it (`{content, …}`, recorded in
+        // tests/oracle/mcp/names.json), and the output is the text blocks it leaves.
+        let hooks = self.tool_hooks();
+        let mut hooked = around::Hooked::default();
+        let outcome = async {
+            let args = self
+                .run_before(&hooks, tool, &receipt_id, args, deadline, &mut hooked)
+                .await?;
+            let r = self
+                .mcp
+                .call(source_id, tool, args.clone(), deadline, control.cancel)
+                .await?;
+            let mut result = serde_json::json!({ "content": r.content });
+            if let Some(s) = &r.structured {
+                result["structuredContent"] = s.clone();
+            }
+            if r.is_error {
+                result["isError"] = Value::Bool(true);
+            }
+            let fin = self
+                .run_after(&hooks, tool, &receipt_id, &args, result, deadline, &mut hooked)
+                .await?;
+            let Some(blocks) = fin["content"].as_array() else {
+                return Err(BerthError::new(
+                    code::INVALID_RESPONSE,
+                    tool,
+                    "tool.execute.after left an MCP result without a content list",
+                    "fix or disable the plugins named in the receipt",
+                ));
+            };
+            let text = blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            // The server's word on failure stands: a hook cannot turn a failed call into a
+            // completed one.
+            let metadata = serde_json::json!({ "content": fin["content"], "structuredContent": fin["structuredContent"], "isError": r.is_error });
+            Ok((text, metadata, r.is_error))
+        }
+        .await;
+        let args_digest = hooked
+            .final_args
+            .as_ref()
+            .map(|a| berth_discovery::sha256_hex(a.to_string().as_bytes()));
+        let raw = hooked.raw.as_ref().filter(|_| !hooked.by.is_empty());
         let failed_text;
         let end = match &outcome {
-            Ok(r) if r.is_error => {
-                failed_text = format!("the tool answered with an error: {}", r.text);
+            Ok((text, metadata, true)) => {
+                failed_text = format!("the tool answered with an error: {text}");
                 Finish {
-                    output: Some(&r.text),
-                    metadata: metadata.as_ref(),
+                    output: Some(text),
+                    metadata: Some(metadata),
+                    raw,
+                    transformed_by: &hooked.by,
+                    args_digest: args_digest.as_deref(),
                     error: Some((code::PLUGIN_FAILED, &failed_text)),
                     ..Finish::new(ReceiptStatus::Failed)
                 }
             }
-            Ok(r) => Finish {
-                output: Some(&r.text),
-                metadata: metadata.as_ref(),
+            Ok((text, metadata, false)) => Finish {
+                output: Some(text),
+                metadata: Some(metadata),
+                raw,
+                transformed_by: &hooked.by,
+                args_digest: args_digest.as_deref(),
                 ..Finish::new(ReceiptStatus::Completed)
             },
             Err(e) => Finish {
                 error: Some((e.code, &e.message)),
+                transformed_by: &hooked.by,
+                args_digest: args_digest.as_deref(),
                 ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
                     ReceiptStatus::Cancelled
                 } else {
@@ -172,6 +217,24 @@ impl Catalog {
                 })
             },
         };
+        // The loss that spent the restart budget pauses the source now (not at the next
+        // activation): the status says so, and its tools are withdrawn until it is resumed.
+        if outcome.is_err() {
+            let server = self
+                .core
+                .status()
+                .sources
+                .iter()
+                .find(|s| &s.id == source_id)
+                .map(|s| s.entry.clone());
+            if let Some(e) = server.and_then(|name| self.mcp.pause_problem(source_id, &name)) {
+                {
+                    let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                    down(&mut cat, source_id, SourceState::Paused, e);
+                }
+                self.core.rescan();
+            }
+        }
         let finished = self
             .core
             .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
@@ -188,4 +251,13 @@ impl Catalog {
             )
         })
     }
+}
+
+/// Source `id` cannot serve (`state`, because of `e`): it keeps its claims, so its conflicts
+/// stay shown, and its tools are withdrawn.
+fn down(cat: &mut CatalogState, id: &str, state: SourceState, e: BerthError) {
+    cat.activity.insert(id.to_string(), state);
+    cat.failures.insert(id.to_string(), e);
+    cat.suspend(id);
+    cat.loaded.remove(id);
 }

@@ -7,6 +7,7 @@
 //! more than the version active before registers nothing (`pending-activation`).
 
 mod activate;
+mod around;
 mod builtins;
 mod chains;
 mod choices;

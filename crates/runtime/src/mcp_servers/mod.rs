@@ -98,6 +98,12 @@ impl McpServers {
         self.losses().paused.get(id).cloned()
     }
 
+    /// The refusal a paused `id` (MCP server `server`) answers with, if it is paused.
+    pub(crate) fn pause_problem(&self, id: &str, server: &str) -> Option<BerthError> {
+        self.paused(id)
+            .map(|why| paused_error(server, &why).for_plugin(id))
+    }
+
     /// Connects approved source `source` (again only when it changed or was lost) and returns
     /// its tools under OpenCode's keys. `cwd` is the project folder (where OpenCode starts
     /// local servers).

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use berth_mcp_client::{Connection, Target};
+use berth_runtime::runtimes::RuntimeKind;
 use berth_runtime::Decision;
 
 use super::{open_prepared, pct, scratch, Figures};
@@ -64,6 +65,39 @@ pub fn run(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime) {
     list_1000(f, tmp, rt, &exe);
 }
 
+/// A minimal MCP server over stdio (newline-delimited JSON-RPC): the handshake, and
+/// `tools/call` answered with its `text` argument. No Berth code: the MCP hop's floor.
+const FLOOR_SERVER: &str = "let b='';process.stdin.setEncoding('utf8');process.stdin.on('data',d=>{b+=d;let i;while((i=b.indexOf('\\n'))>=0){const m=JSON.parse(b.slice(0,i));b=b.slice(i+1);if(m.id===undefined)continue;let result;if(m.method==='initialize')result={protocolVersion:m.params.protocolVersion,capabilities:{tools:{}},serverInfo:{name:'floor',version:'0'}};else if(m.method==='tools/call')result={content:[{type:'text',text:m.params.arguments.text}],isError:false};else result={};process.stdout.write(JSON.stringify({jsonrpc:'2.0',id:m.id,result})+'\\n')}})";
+
+/// `n` warm `tools/call`s of `t0000` through `conn`, as a task on the runtime (µs each).
+fn calls(rt: &tokio::runtime::Runtime, conn: &Arc<Connection>, n: usize) -> Vec<f64> {
+    let conn = conn.clone();
+    rt.block_on(async move {
+        tokio::spawn(async move {
+            let cancel = Arc::new(tokio::sync::Notify::new());
+            let mut samples = Vec::new();
+            for _ in 0..n {
+                let t = Instant::now();
+                let r = conn
+                    .call(
+                        "t0000",
+                        serde_json::json!({ "text": "x" }),
+                        Duration::from_secs(10),
+                        cancel.clone(),
+                    )
+                    .await
+                    .unwrap();
+                samples.push(t.elapsed().as_secs_f64() * 1e6);
+                // The tool's output first (Berth adds the receipt's id as a block of its own).
+                assert!(!r.is_error && r.content[0]["text"] == "x", "{r:?}");
+            }
+            samples
+        })
+        .await
+        .unwrap()
+    })
+}
+
 fn call_vs_invoke(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, exe: &Path) {
     let root = tmp.join("mcp");
     let data = tmp.join("mcp-data");
@@ -92,34 +126,28 @@ fn call_vs_invoke(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, exe
     );
     // Both paths run as tasks on the runtime, in alternating blocks: drift on a shared machine
     // falls on both alike.
-    let (mut mcp, mut invoke) = (Vec::new(), Vec::new());
+    let bun = berth_runtime::runtimes::probe(RuntimeKind::Bun)
+        .path
+        .unwrap();
+    let floor_target = Target::Local {
+        program: bun.display().to_string(),
+        args: vec!["-e".into(), FLOOR_SERVER.into()],
+        environment: vec![],
+        cwd: project.clone(),
+    };
+    let floor = Arc::new(
+        rt.block_on(Connection::connect(
+            "floor",
+            &floor_target,
+            Duration::from_secs(30),
+        ))
+        .unwrap(),
+    );
+    let (mut mcp, mut invoke, mut floored) = (Vec::new(), Vec::new(), Vec::new());
     for block in 0..14 {
         let keep = block >= 4; // warm-up blocks (V8 optimizes the host's hot path)
-        let conn = conn.clone();
-        let called = rt.block_on(async move {
-            tokio::spawn(async move {
-                let cancel = Arc::new(tokio::sync::Notify::new());
-                let mut samples = Vec::new();
-                for _ in 0..200 {
-                    let t = Instant::now();
-                    let r = conn
-                        .call(
-                            "t0000",
-                            serde_json::json!({ "text": "x" }),
-                            Duration::from_secs(10),
-                            cancel.clone(),
-                        )
-                        .await
-                        .unwrap();
-                    samples.push(t.elapsed().as_secs_f64() * 1e6);
-                    // The tool's output, then the receipt's id (its own text block).
-                    assert!(!r.is_error && r.content[0]["text"] == "x", "{r:?}");
-                }
-                samples
-            })
-            .await
-            .unwrap()
-        });
+        let called = calls(rt, &conn, 200);
+        let bare = calls(rt, &floor, 200);
         let berth = berth.clone();
         let invoked = rt.block_on(async move {
             tokio::spawn(async move {
@@ -146,6 +174,7 @@ fn call_vs_invoke(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, exe
         if keep {
             mcp.extend(called);
             invoke.extend(invoked);
+            floored.extend(bare);
         }
     }
     let (m, i) = (pct(&mut mcp, 0.5), pct(&mut invoke, 0.5));
@@ -154,6 +183,18 @@ fn call_vs_invoke(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, exe
     f.print("invoke_same_tool_p50", i, "us", None);
     f.print("invoke_same_tool_p99", pct(&mut invoke, 0.99), "us", None);
     f.print(
+        "mcp_floor_tools_call_p50",
+        pct(&mut floored, 0.5),
+        "us",
+        None,
+    );
+    f.print(
+        "mcp_floor_tools_call_p99",
+        pct(&mut floored, 0.99),
+        "us",
+        None,
+    );
+    f.print(
         "mcp_tools_call_vs_invoke",
         m / i,
         "ratio",
@@ -161,6 +202,7 @@ fn call_vs_invoke(f: &mut Figures, tmp: &Path, rt: &tokio::runtime::Runtime, exe
     );
     rt.block_on(async {
         conn.close().await;
+        floor.close().await;
         berth.shutdown_hosts().await;
     });
 }

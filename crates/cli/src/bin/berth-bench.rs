@@ -20,6 +20,10 @@ use berth_runtime::host::CallOptions;
 use berth_runtime::runtimes::RuntimeKind;
 use berth_runtime::{Berth, BerthOptions, Decision};
 
+#[path = "bench/builtins.rs"]
+mod builtins;
+#[path = "bench/mcp.rs"]
+mod mcp;
 #[path = "bench/updates.rs"]
 mod updates;
 
@@ -41,6 +45,8 @@ const SECTIONS: &[&str] = &[
     "receipts",
     "status",
     "updates",
+    "mcp",
+    "builtins",
 ];
 
 impl Figures {
@@ -749,6 +755,14 @@ fn main() {
     // --- updates: downtime of a switch, npm preparing beside a warm source -----------------
     if f.wants("updates") {
         updates::run(&mut f, tmp.path(), &rt);
+    }
+    // --- MCP: tools/call through `berth mcp` vs in-process invoke, tools/list of 1,000 ------
+    if f.wants("mcp") {
+        mcp::run(&mut f, tmp.path(), &rt);
+    }
+    // --- built-ins: grep over this repository's tree vs rg, interleaved --------------------
+    if f.wants("builtins") {
+        builtins::run(&mut f);
     }
 
     if f.check && !f.missed.is_empty() {

@@ -352,3 +352,51 @@ fn a_tool_file_named_like_a_builtin_is_a_conflict_too() {
     assert_eq!(s.run_json(&["choose", "glob", &file_id]).0, 0);
     assert_eq!(call(&s, "glob"), "the file's glob");
 }
+
+#[test]
+fn a_plugin_tool_and_an_mcp_tool_on_one_name_are_a_conflict() {
+    let s = Sandbox::new();
+    let fixture = repo_root().join("fixtures/mcp/fixture-server.mjs");
+    s.write(
+        "project/opencode.json",
+        &serde_json::json!({ "mcp": { "fx": { "type": "local", "command": ["node", fixture, "--tool", "echo"] } } })
+            .to_string(),
+    );
+    // The plugin registers the MCP tool's OpenCode key.
+    plugin(&s, "shadow", &["fx_echo"], "the plugin's fx_echo");
+    approve_and_load(|a| s.run_json(a));
+    let (plugin_id, mcp_id) = {
+        let (_, v) = s.run_json(&["sources"]);
+        let of = |kind: &str| {
+            v["sources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["kind"] == kind)
+                .unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        (of("file-plugin"), of("mcp"))
+    };
+    let v = conflicts(&s);
+    let c = conflict(&v, "fx_echo");
+    assert_eq!(c["state"], "asks", "{c}");
+    // OpenCode assigns MCP tools last: the server's tool is its pick, and serves until chosen.
+    assert_eq!(c["opencode_winner"], mcp_id.as_str(), "{c}");
+    assert_eq!(c["serving"], mcp_id.as_str());
+    let (code, r) = s.run_json(&[
+        "invoke",
+        "fx_echo",
+        "--args",
+        r#"{"text":"from the server"}"#,
+    ]);
+    assert_eq!(
+        (code, r["output"].as_str()),
+        (0, Some("from the server")),
+        "{r}"
+    );
+    assert_eq!(s.run_json(&["choose", "fx_echo", &plugin_id]).0, 0);
+    assert_eq!(call(&s, "fx_echo"), "the plugin's fx_echo");
+}

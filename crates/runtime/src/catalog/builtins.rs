@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use berth_store::{Accepted, Finish, NewReceipt, Receipt, ReceiptStatus};
+use berth_store::{Finish, Receipt, ReceiptStatus};
 use serde_json::Value;
 
 use crate::error::{code, BerthError};
@@ -53,24 +53,11 @@ impl Catalog {
         timeout: Option<Duration>,
         control: CallControl,
     ) -> Result<Receipt, BerthError> {
-        let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
-        let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
-        let accepted = self.core.with_store(|s| {
-            s.accept_receipt(&NewReceipt {
-                receipt_id: &receipt_id,
-                idempotency_key,
-                tool,
-                source_id: BUILTIN,
-                args_digest: &args_digest,
-                owner_pid: std::process::id(),
-                owner_start: crate::host::procs::own_start_time(),
-            })
-        })?;
-        if let Accepted::Existing(r) = accepted {
-            return Ok(*r);
-        }
-        self.core
-            .with_store(|s| s.mark_receipt_running(&receipt_id))?;
+        let receipt_id = match self.open_receipt(tool, BUILTIN, &args, idempotency_key)? {
+            receipting::Opened::Existing(r) => return Ok(*r),
+            receipting::Opened::New(id) => id,
+        };
+        self.mark_running(&receipt_id)?;
         let deadline = timeout.unwrap_or_else(|| self.policy.current().budget("budget.tool"));
         let project = self.core.status().project.clone();
         let mut ctx = berth_builtins::CallContext::new(project.directory.clone());
@@ -133,27 +120,9 @@ impl Catalog {
                 error: Some((e.code, &e.message)),
                 transformed_by: &hooked.by,
                 args_digest: args_digest.as_deref(),
-                ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
-                    ReceiptStatus::Cancelled
-                } else {
-                    ReceiptStatus::Failed
-                })
+                ..Finish::new(receipting::failed_status(e.code))
             },
         };
-        let finished = self
-            .core
-            .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
-        let receipt = match finished {
-            Some(r) => Some(r),
-            None => self.core.with_store(|s| s.receipt(&receipt_id))?,
-        };
-        receipt.ok_or_else(|| {
-            BerthError::new(
-                code::TEMPORARILY_UNAVAILABLE,
-                "receipts",
-                "the receipt vanished",
-                "retry",
-            )
-        })
+        self.close_receipt(&receipt_id, &end)
     }
 }

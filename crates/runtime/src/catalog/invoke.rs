@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use berth_protocol::CallKind;
-use berth_store::{Accepted, Finish, NewReceipt, Receipt, ReceiptStatus};
+use berth_store::{Finish, Receipt, ReceiptStatus};
 use serde_json::Value;
 
 use crate::error::{code, BerthError};
@@ -81,23 +81,11 @@ impl Catalog {
                 .invoke_mcp(&entry, tool, args, idempotency_key, timeout, control)
                 .await;
         }
-        let receipt_id = format!("rcpt_{}", berth_base::random_hex(10));
-        let args_digest = berth_discovery::sha256_hex(args.to_string().as_bytes());
-        let me = std::process::id();
-        let accepted = self.core.with_store(|s| {
-            s.accept_receipt(&NewReceipt {
-                receipt_id: &receipt_id,
-                idempotency_key,
-                tool,
-                source_id: &entry.provider.source_id,
-                args_digest: &args_digest,
-                owner_pid: me,
-                owner_start: crate::host::procs::own_start_time(),
-            })
-        })?;
-        if let Accepted::Existing(r) = accepted {
-            return Ok(*r);
-        }
+        let receipt_id =
+            match self.open_receipt(tool, &entry.provider.source_id, &args, idempotency_key)? {
+                receipting::Opened::Existing(r) => return Ok(*r),
+                receipting::Opened::New(id) => id,
+            };
         let sup = self.core.supervisor().await?;
         let tool_host = entry.host.clone();
         let host = sup.host_for(&tool_host).await?;
@@ -130,8 +118,7 @@ impl Catalog {
                 return Err(e);
             }
         }
-        self.core
-            .with_store(|s| s.mark_receipt_running(&receipt_id))?;
+        self.mark_running(&receipt_id)?;
         let opts = CallOptions {
             // The policy's `budget.tool` when the caller gives no timeout.
             timeout: timeout.unwrap_or_else(|| self.policy.current().budget("budget.tool")),
@@ -253,16 +240,10 @@ impl Catalog {
             },
             Err(e) => Finish {
                 error: Some((e.code, &e.message)),
-                ..Finish::new(if e.code == code::CANCELLED || e.code == code::TIMEOUT {
-                    ReceiptStatus::Cancelled
-                } else {
-                    ReceiptStatus::Failed
-                })
+                ..Finish::new(receipting::failed_status(e.code))
             },
         };
-        let finished = self
-            .core
-            .with_store(|s| s.finish_receipt(&receipt_id, &end))?;
+        let receipt = self.close_receipt(&receipt_id, &end)?;
         let ended = match &outcome {
             Ok(v) => {
                 serde_json::json!({ "status": "completed", "input": args, "output": v["output"], "title": v["title"], "metadata": v["metadata"], "time": { "start": started_ms, "end": now_ms() } })
@@ -272,19 +253,7 @@ impl Catalog {
             }
         };
         self.emit_event("message.part.updated", part(ended));
-        // The row as the update left it; read again only if something else ended it first.
-        let receipt = match finished {
-            Some(r) => Some(r),
-            None => self.core.with_store(|s| s.receipt(&receipt_id))?,
-        };
-        receipt.ok_or_else(|| {
-            BerthError::new(
-                code::TEMPORARILY_UNAVAILABLE,
-                "receipts",
-                "the receipt vanished",
-                "retry",
-            )
-        })
+        Ok(receipt)
     }
 }
 

@@ -18,6 +18,7 @@ mod mcp;
 mod mcp_prepare;
 pub mod outputs;
 mod prepare;
+mod receipting;
 mod restricted;
 
 use std::collections::{BTreeMap, HashMap};

@@ -400,3 +400,43 @@ fn a_plugin_tool_and_an_mcp_tool_on_one_name_are_a_conflict() {
     assert_eq!(s.run_json(&["choose", "fx_echo", &plugin_id]).0, 0);
     assert_eq!(call(&s, "fx_echo"), "the plugin's fx_echo");
 }
+
+#[test]
+fn a_candidate_that_fails_to_load_after_a_restart_stays_listed_and_its_choice_asks_again() {
+    let s = Sandbox::new();
+    tool_file(&s, "x", "the file");
+    s.write(
+        "project/.opencode/plugins/flaky.ts",
+        "export default async () => {\n  if (process.env.BERTH_TEST_BREAK) throw new Error('broken today')\n  return { tool: { x: { description: 'x from the plugin', args: {}, async execute() { return 'the plugin' } } } }\n}\n",
+    );
+    approve_and_load(|a| s.run_json(a));
+    let plugin_id = id_ending(&s, "plugins/flaky.ts");
+    assert_eq!(s.run_json(&["choose", "x", &plugin_id]).0, 0);
+    assert_eq!(call(&s, "x"), "the plugin");
+    // A new process where the plugin cannot load (same bytes, still approved).
+    let broken = |args: &[&str]| {
+        let out = s
+            .berth(args)
+            .arg("--json")
+            .env("BERTH_TEST_BREAK", "1")
+            .output()
+            .unwrap();
+        parse_json_output(&out)
+    };
+    let (_, v) = broken(&["conflicts"]);
+    let c = conflict(&v, "x");
+    let plugin = c["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == plugin_id.as_str())
+        .unwrap_or_else(|| panic!("the plugin's claim vanished with its worker: {c}"));
+    assert_eq!(plugin["available"], false);
+    assert_eq!(c["state"], "asks", "{c}");
+    assert!(
+        c["reason"].as_str().unwrap().contains("cannot serve now"),
+        "{c}"
+    );
+    let (code, r) = broken(&["invoke", "x"]);
+    assert_eq!((code, r["output"].as_str()), (0, Some("the file")), "{r}");
+}

@@ -82,27 +82,29 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
-    /// The person's own last choice for `tool`, whatever Berth kept after it (a changed
-    /// candidate asks again, and the page says what was chosen before).
-    pub fn person_tool_choice(&self, tool: &str) -> Result<Option<ToolChoice>, StoreError> {
-        use rusqlite::OptionalExtension;
-        self.conn
-            .query_row(
-                "SELECT tool, digest, candidate, by_person, set_at_ms FROM tool_choices
-                 WHERE tool = ?1 AND by_person = 1 ORDER BY id DESC LIMIT 1",
-                params![tool],
-                |r| {
-                    Ok(ToolChoice {
-                        tool: r.get(0)?,
-                        digest: r.get(1)?,
-                        candidate: r.get(2)?,
-                        by_person: true,
-                        set_at_ms: r.get(4)?,
-                    })
-                },
+    /// The person's own last choice for every name they chose for, whatever Berth kept after
+    /// it (a changed candidate asks again, and the page says what was chosen before).
+    pub fn person_tool_choices(&self) -> Result<Vec<ToolChoice>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT tool, digest, candidate, by_person, set_at_ms FROM tool_choices c
+                 WHERE id = (SELECT max(id) FROM tool_choices d WHERE d.tool = c.tool AND d.by_person = 1)
+                 ORDER BY tool",
             )
-            .optional()
-            .map_err(|e| self.err(e))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(ToolChoice {
+                    tool: r.get(0)?,
+                    digest: r.get(1)?,
+                    candidate: r.get(2)?,
+                    by_person: true,
+                    set_at_ms: r.get(4)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 }
 

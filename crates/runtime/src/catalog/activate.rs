@@ -591,12 +591,29 @@ impl Catalog {
                     );
                 }
                 Err(e) => {
+                    // What it registered when it last worked here: its claims stay candidates
+                    // even when it never loaded in this process (a restart does not make a
+                    // conflict disappear because a worker is down).
+                    let key = approval::key_for(
+                        source,
+                        self.core.domain(),
+                        backend,
+                        &self.core.project_key(),
+                    );
+                    let known = self
+                        .core
+                        .with_store(|s| s.active_contributions(&id, &key.backend))
+                        .ok()
+                        .flatten()
+                        .map(|a| a.contributions.tools)
+                        .unwrap_or_default();
                     let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     cat.failed_in
                         .insert(id.clone(), (host_key.clone(), source.digest.clone()));
                     cat.activity.insert(id.clone(), SourceState::LoadFailed);
                     cat.failures
                         .insert(id.clone(), e.clone().for_plugin(id.clone()));
+                    cat.remember_claims(source, &host_key, &known);
                     cat.suspend(&id);
                     cat.loaded.remove(&id);
                     act.problems.push(e.for_plugin(id.clone()));

@@ -14,12 +14,10 @@ impl Catalog {
     /// restart keeps it too).
     pub(super) fn settle_conflicts(&self) {
         let (stored, person) = self.core.with_store(|s| {
-            let stored = s.tool_choices().unwrap_or_default();
-            let person = stored
-                .iter()
-                .filter_map(|c| s.person_tool_choice(&c.tool).ok().flatten())
-                .collect::<Vec<_>>();
-            (stored, person)
+            (
+                s.tool_choices().unwrap_or_default(),
+                s.person_tool_choices().unwrap_or_default(),
+            )
         });
         let records = {
             let mut cat = self.state();

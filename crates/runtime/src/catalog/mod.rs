@@ -158,6 +158,44 @@ impl CatalogState {
         self.elect_all(touched);
     }
 
+    /// Claims of `source` known from the store (the tools it registered when it last worked),
+    /// for a source that has none in this process: candidates that cannot serve, so their
+    /// conflicts stay shown.
+    pub fn remember_claims(
+        &mut self,
+        source: &berth_discovery::Source,
+        host: &HostKey,
+        names: &[String],
+    ) {
+        if names.is_empty() || self.claimed_by.contains_key(&source.id) {
+            return;
+        }
+        for name in names {
+            self.claims.entry(name.clone()).or_default().insert(
+                source.id.clone(),
+                Claim {
+                    entry: ToolEntry {
+                        host: host.clone(),
+                        order: source.order,
+                        name: name.clone(),
+                        description: String::new(),
+                        parameters: Value::Null,
+                        provider: Provider {
+                            source_id: source.id.clone(),
+                            kind: source.kind.into(),
+                            backend: host.backend,
+                        },
+                        state: SourceState::LoadFailed,
+                    },
+                    digest: source.digest.clone(),
+                    available: false,
+                },
+            );
+        }
+        self.claimed_by.insert(source.id.clone(), names.to_vec());
+        self.elect_all(names.to_vec());
+    }
+
     /// Source `id` cannot serve now (its load failed, its new version is held): what it
     /// registered is withdrawn, but its claims stay as candidates — a conflict does not go
     /// away because a worker is down, and a choice of it asks again instead of falling back.

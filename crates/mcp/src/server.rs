@@ -305,7 +305,9 @@ pub async fn serve_stdio(
     let announcing = server.announce_changes();
     let running = server
         .clone()
-        .serve(rmcp::transport::stdio())
+        // The non-blocking pipe driver when the agent launched us on pipes (as they do): no
+        // blocking-pool hand-off per message; other stdio falls back to the blocking handles.
+        .serve(rmcp::transport::stdio_pipes())
         .await
         .map_err(|e| {
             BerthError::new(

@@ -153,3 +153,57 @@ fn what_cannot_be_prepared_says_why() {
         .unwrap()
         .contains("not a fetch-and-run launcher"));
 }
+
+/// An attack on what runs: the prepared package's program is rewritten after Berth prepared it
+/// (another process of the person, a tool that writes where it should not). The next start
+/// checks the install against the file list it had when prepared: the changed bytes never run.
+#[test]
+fn a_prepared_package_changed_afterwards_is_refused_and_none_of_it_runs() {
+    let s = Sandbox::new();
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fetched": { "type": "local", "command": ["npx", "-y", "berth-mcp-fetched"] } } })
+            .to_string(),
+    );
+    let t = Setup {
+        s,
+        reg: Registry::start(&["berth-mcp-fetched@1.0.0"]),
+    };
+    let (_, v) = t.run(&["sources"]);
+    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+    let (code, p) = t.run(&["prepare", &id]);
+    assert_eq!(code, 0, "{p}");
+    let program = p["prepared"]["program"][1].as_str().unwrap().to_string();
+    assert_eq!(t.run(&["approve", &id]).0, 0);
+    // Negative control: as prepared, it runs.
+    let (code, r) = t.run(&["invoke", "fetched_where"]);
+    assert_eq!(code, 0, "{r}");
+    // Swap the program's bytes for a version that leaves a mark when it runs.
+    let marker = t.s.root.path().join("tampered-ran");
+    let original = std::fs::read_to_string(&program).unwrap();
+    std::fs::write(
+        &program,
+        format!(
+            "import {{ writeFileSync }} from 'node:fs'\nwriteFileSync({:?}, 'ran')\n{original}",
+            marker.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (_, tools) = t.run(&["tools"]);
+    assert!(
+        tools["tools"].as_array().unwrap().is_empty(),
+        "a changed package was connected: {tools}"
+    );
+    let problem = &tools["problems"][0];
+    assert_eq!(problem["code"], "action-required", "{tools}");
+    assert!(
+        problem["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed since Berth prepared it"),
+        "{problem}"
+    );
+    let (code, _) = t.run(&["invoke", "fetched_where"]);
+    assert_ne!(code, 0);
+    assert!(!marker.exists(), "the changed bytes ran");
+}

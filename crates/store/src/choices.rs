@@ -117,6 +117,10 @@ pub struct McpPrepared {
     pub package: String,
     pub version: String,
     pub integrity: String,
+    /// The prepared install, and the digest of its file list when it was prepared: checked
+    /// before every start, so bytes changed since then never run.
+    pub install: String,
+    pub list_digest: String,
     /// What runs instead of the launcher: the program and its arguments.
     pub program: Vec<String>,
     pub prepared_at_ms: i64,
@@ -127,9 +131,9 @@ impl Store {
     pub fn set_mcp_prepared(&self, p: &McpPrepared) -> Result<(), StoreError> {
         self.conn
             .execute(
-                "INSERT INTO mcp_prepared (source_id, config_digest, package, version, integrity, program_json, prepared_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT(source_id) DO UPDATE SET config_digest = excluded.config_digest, package = excluded.package, version = excluded.version, integrity = excluded.integrity, program_json = excluded.program_json, prepared_at_ms = excluded.prepared_at_ms",
-                params![p.source_id, p.config_digest, p.package, p.version, p.integrity, serde_json::to_string(&p.program).unwrap_or_default(), crate::open::now_ms()],
+                "INSERT INTO mcp_prepared (source_id, config_digest, package, version, integrity, install, list_digest, program_json, prepared_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT(source_id) DO UPDATE SET config_digest = excluded.config_digest, package = excluded.package, version = excluded.version, integrity = excluded.integrity, install = excluded.install, list_digest = excluded.list_digest, program_json = excluded.program_json, prepared_at_ms = excluded.prepared_at_ms",
+                params![p.source_id, p.config_digest, p.package, p.version, p.integrity, p.install, p.list_digest, serde_json::to_string(&p.program).unwrap_or_default(), crate::open::now_ms()],
             )
             .map(|_| ())
             .map_err(|e| self.err(e))
@@ -140,18 +144,20 @@ impl Store {
         use rusqlite::OptionalExtension;
         self.conn
             .query_row(
-                "SELECT source_id, config_digest, package, version, integrity, program_json, prepared_at_ms FROM mcp_prepared WHERE source_id = ?1",
+                "SELECT source_id, config_digest, package, version, integrity, install, list_digest, program_json, prepared_at_ms FROM mcp_prepared WHERE source_id = ?1",
                 params![source_id],
                 |r| {
-                    let program: String = r.get(5)?;
+                    let program: String = r.get(7)?;
                     Ok(McpPrepared {
                         source_id: r.get(0)?,
                         config_digest: r.get(1)?,
                         package: r.get(2)?,
                         version: r.get(3)?,
                         integrity: r.get(4)?,
+                        install: r.get(5)?,
+                        list_digest: r.get(6)?,
                         program: serde_json::from_str(&program).unwrap_or_default(),
-                        prepared_at_ms: r.get(6)?,
+                        prepared_at_ms: r.get(8)?,
                     })
                 },
             )

@@ -194,6 +194,8 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         package       TEXT NOT NULL,
         version       TEXT NOT NULL,
         integrity     TEXT NOT NULL,
+        install       TEXT NOT NULL,
+        list_digest   TEXT NOT NULL,
         program_json  TEXT NOT NULL,
         prepared_at_ms INTEGER NOT NULL
     ) STRICT;",

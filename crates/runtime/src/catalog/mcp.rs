@@ -37,11 +37,22 @@ impl Catalog {
             Some(target) => {
                 // Prepared by the person in place of its fetch-and-run launcher: what was
                 // prepared runs, for the entry as it was then.
-                let target = match self.core.with_store(|s| s.mcp_prepared(&id)).ok().flatten() {
-                    Some(p) if p.config_digest == source.digest => {
-                        crate::mcp_servers::prepared::substitute(target, &p)
+                let prepared = self
+                    .core
+                    .with_store(|s| s.mcp_prepared(&id))
+                    .ok()
+                    .flatten()
+                    .filter(|p| p.config_digest == source.digest);
+                let checked = match &prepared {
+                    Some(p) => {
+                        let p = p.clone();
+                        tokio::task::spawn_blocking(move || {
+                            crate::mcp_servers::prepared::verify(&p)
+                        })
+                        .await
+                        .unwrap_or_else(|e| Err(e.to_string()))
                     }
-                    _ => target,
+                    None => Ok(()),
                 };
                 let timeout = graph
                     .mcp
@@ -50,9 +61,27 @@ impl Catalog {
                     .and_then(|m| m.config.get("timeout"))
                     .and_then(Value::as_u64)
                     .map(Duration::from_millis);
-                self.mcp
-                    .connect(source, target, timeout, graph.directory.clone())
-                    .await
+                match checked {
+                    Err(why) => {
+                        // A server started from it before is stopped too.
+                        self.mcp.disconnect(std::slice::from_ref(&id)).await;
+                        Err(BerthError::new(
+                        code::ACTION_REQUIRED,
+                        &format!("mcp:{}", source.entry),
+                        format!("MCP server `{}`: its prepared package changed since Berth prepared it ({why}); nothing of it runs", source.entry),
+                        "prepare it again (`berth prepare`, or Prepare on its card)",
+                    ))
+                    }
+                    Ok(()) => {
+                        let target = match &prepared {
+                            Some(p) => crate::mcp_servers::prepared::substitute(target, p),
+                            None => target,
+                        };
+                        self.mcp
+                            .connect(source, target, timeout, graph.directory.clone())
+                            .await
+                    }
+                }
             }
         };
         let host = HostKey::shared(backend);

@@ -99,6 +99,13 @@ pub(crate) fn prepare(
             "install Node.js 20 or newer (scripts/setup does)",
         )
     })?;
+    let list_digest = berth_discovery::prepared::list_digest(&folder).ok_or_else(|| {
+        refuse(
+            code::DEPENDENCY_FAILED,
+            format!("`{name}@{version}` was installed without its file list"),
+            "prepare it again",
+        )
+    })?;
     let mut command = vec![node.display().to_string(), bin.display().to_string()];
     command.extend(fetched.rest.iter().cloned());
     Ok(McpPrepared {
@@ -107,9 +114,21 @@ pub(crate) fn prepare(
         package: name.to_string(),
         version: version.to_string(),
         integrity: integrity.to_string(),
+        install: folder.display().to_string(),
+        list_digest,
         program: command,
         prepared_at_ms: 0,
     })
+}
+
+/// Checks the prepared install against the file list it had when it was prepared (every file's
+/// bytes, none added or removed): what runs is what was prepared.
+pub(crate) fn verify(prepared: &McpPrepared) -> Result<(), String> {
+    crate::integrity::verify(
+        Path::new(&prepared.install),
+        Some(&prepared.list_digest),
+        &[],
+    )
 }
 
 /// `target` with the prepared program in place of the launcher (its environment kept).

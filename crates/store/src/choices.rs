@@ -24,6 +24,17 @@ pub struct ToolChoice {
     pub set_at_ms: i64,
 }
 
+/// One `tool_choices` row read as `SELECT tool, digest, candidate, by_person, set_at_ms`.
+fn choice_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ToolChoice> {
+    Ok(ToolChoice {
+        tool: r.get(0)?,
+        digest: r.get(1)?,
+        candidate: r.get(2)?,
+        by_person: r.get::<_, i64>(3)? != 0,
+        set_at_ms: r.get(4)?,
+    })
+}
+
 impl Store {
     /// Records who serves `tool` for the candidate set `digest`.
     pub fn set_tool_choice(
@@ -68,17 +79,7 @@ impl Store {
                  ORDER BY tool",
             )
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(ToolChoice {
-                    tool: r.get(0)?,
-                    digest: r.get(1)?,
-                    candidate: r.get(2)?,
-                    by_person: r.get::<_, i64>(3)? != 0,
-                    set_at_ms: r.get(4)?,
-                })
-            })
-            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], choice_row).map_err(|e| self.err(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
@@ -93,17 +94,7 @@ impl Store {
                  ORDER BY tool",
             )
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(ToolChoice {
-                    tool: r.get(0)?,
-                    digest: r.get(1)?,
-                    candidate: r.get(2)?,
-                    by_person: true,
-                    set_at_ms: r.get(4)?,
-                })
-            })
-            .map_err(|e| self.err(e))?;
+        let rows = stmt.query_map([], choice_row).map_err(|e| self.err(e))?;
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 }

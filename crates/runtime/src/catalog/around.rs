@@ -32,6 +32,30 @@ pub(super) struct Hooked {
     pub by: Vec<String>,
 }
 
+impl Hooked {
+    /// The digest of the arguments the tool really ran with, when the hooks changed them.
+    pub fn args_digest(&self) -> Option<String> {
+        self.final_args
+            .as_ref()
+            .map(|a| berth_discovery::sha256_hex(a.to_string().as_bytes()))
+    }
+
+    /// A receipt's end with what the hooks did: who transformed it, the arguments that ran and
+    /// the result before `tool.execute.after` changed it (a call that failed sets `raw: None`).
+    pub fn finish<'a>(
+        &'a self,
+        args_digest: Option<&'a str>,
+        status: berth_store::ReceiptStatus,
+    ) -> berth_store::Finish<'a> {
+        berth_store::Finish {
+            raw: self.raw.as_ref().filter(|_| !self.by.is_empty()),
+            transformed_by: &self.by,
+            args_digest,
+            ..berth_store::Finish::new(status)
+        }
+    }
+}
+
 fn instances(v: &Value) -> Vec<String> {
     v["steps"]
         .as_array()

@@ -101,26 +101,18 @@ impl Catalog {
             }
         }
         .await;
-        let args_digest = hooked
-            .final_args
-            .as_ref()
-            .map(|a| berth_discovery::sha256_hex(a.to_string().as_bytes()));
-        let raw = hooked.raw.as_ref().filter(|_| !hooked.by.is_empty());
+        let args_digest = hooked.args_digest();
         let end = match &outcome {
             Ok((title, output, metadata)) => Finish {
                 title: Some(title),
                 output: Some(output),
                 metadata: Some(metadata),
-                raw,
-                transformed_by: &hooked.by,
-                args_digest: args_digest.as_deref(),
-                ..Finish::new(ReceiptStatus::Completed)
+                ..hooked.finish(args_digest.as_deref(), ReceiptStatus::Completed)
             },
             Err(e) => Finish {
                 error: Some((e.code, &e.message)),
-                transformed_by: &hooked.by,
-                args_digest: args_digest.as_deref(),
-                ..Finish::new(receipting::failed_status(e.code))
+                raw: None,
+                ..hooked.finish(args_digest.as_deref(), receipting::failed_status(e.code))
             },
         };
         self.close_receipt(&receipt_id, &end)

@@ -195,11 +195,7 @@ impl Catalog {
             Ok((text, metadata, r.is_error))
         }
         .await;
-        let args_digest = hooked
-            .final_args
-            .as_ref()
-            .map(|a| berth_discovery::sha256_hex(a.to_string().as_bytes()));
-        let raw = hooked.raw.as_ref().filter(|_| !hooked.by.is_empty());
+        let args_digest = hooked.args_digest();
         let failed_text;
         let end = match &outcome {
             Ok((text, metadata, true)) => {
@@ -207,26 +203,19 @@ impl Catalog {
                 Finish {
                     output: Some(text),
                     metadata: Some(metadata),
-                    raw,
-                    transformed_by: &hooked.by,
-                    args_digest: args_digest.as_deref(),
                     error: Some((code::PLUGIN_FAILED, &failed_text)),
-                    ..Finish::new(ReceiptStatus::Failed)
+                    ..hooked.finish(args_digest.as_deref(), ReceiptStatus::Failed)
                 }
             }
             Ok((text, metadata, false)) => Finish {
                 output: Some(text),
                 metadata: Some(metadata),
-                raw,
-                transformed_by: &hooked.by,
-                args_digest: args_digest.as_deref(),
-                ..Finish::new(ReceiptStatus::Completed)
+                ..hooked.finish(args_digest.as_deref(), ReceiptStatus::Completed)
             },
             Err(e) => Finish {
                 error: Some((e.code, &e.message)),
-                transformed_by: &hooked.by,
-                args_digest: args_digest.as_deref(),
-                ..Finish::new(receipting::failed_status(e.code))
+                raw: None,
+                ..hooked.finish(args_digest.as_deref(), receipting::failed_status(e.code))
             },
         };
         // The loss that spent the restart budget pauses the source now (not at the next

@@ -788,38 +788,48 @@ async fn a_source_with_a_host_of_its_own_shares_nothing_and_keeps_its_place() {
     berth.shutdown_hosts().await;
 }
 
+/// A Berth on a fresh project whose `.opencode` holds `files` (path under it → text), and a way
+/// to find a source's id by the end of its entry path.
+fn berth_with_files(files: &[(String, String)]) -> (tempfile::TempDir, Berth) {
+    let dir = tempfile::tempdir().unwrap();
+    let opencode = dir.path().join("project/.opencode");
+    for (rel, text) in files {
+        let path = opencode.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let berth = support::open_project(dir.path(), &[]);
+    (dir, berth)
+}
+
+fn source_id(berth: &Berth, entry_suffix: &str) -> String {
+    berth
+        .status()
+        .sources
+        .iter()
+        .find(|s| s.entry.ends_with(entry_suffix))
+        .unwrap()
+        .id
+        .clone()
+}
+
 /// A tool name several sources register (a tool file, two plugins) is a conflict (D-038): the
 /// one that served the name before stays until the person chooses — after every pass, whatever
 /// order Berth imported them in — and OpenCode's pick (the later plugin) is named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_name_several_sources_register_is_a_conflict_the_person_decides() {
-    let dir = tempfile::tempdir().unwrap();
-    let opencode = dir.path().join("project/.opencode");
-    std::fs::create_dir_all(opencode.join("plugins")).unwrap();
-    std::fs::create_dir_all(opencode.join("tools")).unwrap();
-    std::fs::write(
-        opencode.join("tools/dup.ts"),
-        "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'file', args: {}, async execute() { return 'file' } })\n",
-    )
-    .unwrap();
+    let mut files = vec![(
+        "tools/dup.ts".to_string(),
+        "import { tool } from '@opencode-ai/plugin'\nexport default tool({ description: 'file', args: {}, async execute() { return 'file' } })\n".to_string(),
+    )];
     for name in ["a", "b"] {
-        std::fs::write(
-            opencode.join(format!("plugins/{name}.ts")),
+        files.push((
+            format!("plugins/{name}.ts"),
             format!("import {{ tool }} from '@opencode-ai/plugin'\nexport default {{ id: '{name}', server: async () => ({{ tool: {{ dup: tool({{ description: '{name}', args: {{}}, async execute() {{ return '{name}' }} }}) }} }}) }}\n"),
-        )
-        .unwrap();
+        ));
     }
-    let berth = support::open_project(dir.path(), &[]);
-    let id_of = |file: &str| {
-        berth
-            .status()
-            .sources
-            .iter()
-            .find(|s| s.entry.ends_with(file))
-            .unwrap()
-            .id
-            .clone()
-    };
+    let (_dir, berth) = berth_with_files(&files);
+    let id_of = |file: &str| source_id(&berth, file);
     let (file, a, b) = (id_of("tools/dup.ts"), id_of("a.ts"), id_of("b.ts"));
     let answer = |berth: &Berth| {
         let berth = berth.clone();
@@ -909,33 +919,21 @@ async fn concurrent_activations_load_a_plugin_once() {
 /// while it runs applies to the next call, never to the one under way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_call_keeps_the_tool_it_started_with_and_a_choice_applies_to_the_next() {
-    let dir = tempfile::tempdir().unwrap();
-    let opencode = dir.path().join("project/.opencode");
-    std::fs::create_dir_all(opencode.join("plugins")).unwrap();
-    std::fs::create_dir_all(opencode.join("tools")).unwrap();
-    // The tool file answers after a moment (long enough to choose while it runs).
-    std::fs::write(
-        opencode.join("tools/pick.ts"),
-        "export default { description: 'file', args: {}, async execute() { await new Promise((r) => setTimeout(r, 1500)); return 'file' } }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        opencode.join("plugins/p.ts"),
-        "export default async () => ({ tool: { pick: { description: 'plugin', args: {}, async execute() { return 'plugin' } } } })\n",
-    )
-    .unwrap();
-    let berth = support::open_project(dir.path(), &[]);
-    let id_of = |file: &str| {
-        berth
-            .status()
-            .sources
-            .iter()
-            .find(|s| s.entry.ends_with(file))
-            .unwrap()
-            .id
-            .clone()
-    };
-    let (file, plugin) = (id_of("tools/pick.ts"), id_of("plugins/p.ts"));
+    let (_dir, berth) = berth_with_files(&[
+        // The tool file answers after a moment (long enough to choose while it runs).
+        (
+            "tools/pick.ts".into(),
+            "export default { description: 'file', args: {}, async execute() { await new Promise((r) => setTimeout(r, 1500)); return 'file' } }\n".into(),
+        ),
+        (
+            "plugins/p.ts".into(),
+            "export default async () => ({ tool: { pick: { description: 'plugin', args: {}, async execute() { return 'plugin' } } } })\n".into(),
+        ),
+    ]);
+    let (file, plugin) = (
+        source_id(&berth, "tools/pick.ts"),
+        source_id(&berth, "plugins/p.ts"),
+    );
     berth.decide(None, Decision::Allow, "test", false).unwrap();
     berth.activate().await;
     berth.choose("pick", &file).await.unwrap();

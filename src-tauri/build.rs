@@ -16,6 +16,8 @@ fn main() {
             "rollback",
             "choose",
             "prepare",
+            "mcp_sign_in",
+            "mcp_sign_out",
         ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

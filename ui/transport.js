@@ -29,6 +29,10 @@ export let sendResume = null;
 // fetch-and-run package) → what was prepared. Rejects with {code, message,
 // recovery}. Set by the transport in use.
 export let sendLifecycle = null;
+// (action 'sign-in' | 'sign-out', source) => Promise: a remote MCP server's sign-in starts (the
+// browser opens on the provider's page; the snapshots show how it ends) or is forgotten.
+// Rejects with {code, message, recovery}. Set by the transport in use.
+export let sendSignIn = null;
 
 /** An error from either transport as {code, message, recovery}. */
 export function describeError(err) {
@@ -89,6 +93,7 @@ function startTauri(tauri, page) {
     if (action === 'prepare') return tauri.core.invoke('prepare', { source });
     return tauri.core.invoke('rollback', { source, to: o.to ?? null });
   };
+  sendSignIn = (action, source) => tauri.core.invoke(action === 'sign-in' ? 'mcp_sign_in' : 'mcp_sign_out', { source });
   // Listen first, then ask: no change can fall between the two.
   Promise.resolve(tauri.event.listen('status-changed', (e) => {
     const payload = obj(e && e.payload);
@@ -134,6 +139,7 @@ function startWeb(page) {
     if (action === 'prepare') return webPost(token, 'prepare', { source }).then((b) => obj(b).prepared);
     return webPost(token, 'rollback', { source, to: o.to ?? null }).then((b) => obj(b).update);
   };
+  sendSignIn = (action, source) => webPost(token, action === 'sign-in' ? 'mcp-sign-in' : 'mcp-sign-out', { source });
   page.setLive('connecting');
 
   fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })

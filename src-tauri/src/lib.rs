@@ -152,6 +152,22 @@ async fn prepare(
     berth.inner().clone().prepare_mcp(&source).await
 }
 
+/// Starts a sign-in to a remote MCP server (as `berth mcp-login`): the provider's page opens
+/// in the system browser; returns that page; the snapshots show how it ends.
+#[tauri::command]
+async fn mcp_sign_in(berth: tauri::State<'_, Berth>, source: String) -> Result<String, BerthError> {
+    berth.inner().clone().start_mcp_sign_in(&source).await
+}
+
+/// Forgets a remote MCP server's sign-in (as `berth mcp-logout`).
+#[tauri::command]
+async fn mcp_sign_out(
+    berth: tauri::State<'_, Berth>,
+    source: String,
+) -> Result<berth_runtime::SignedIn, BerthError> {
+    berth.inner().clone().mcp_sign_out(&source).await
+}
+
 /// Manual resume of paused plugin hosts; the backends that were paused.
 #[tauri::command]
 async fn resume(berth: tauri::State<'_, Berth>) -> Result<Vec<String>, BerthError> {
@@ -257,7 +273,9 @@ pub fn run() {
             update,
             rollback,
             choose,
-            prepare
+            prepare,
+            mcp_sign_in,
+            mcp_sign_out
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

@@ -17,6 +17,7 @@ mod host;
 mod ledger;
 mod lifecycle;
 mod mcp_https;
+mod mcp_oauth;
 mod mcp_prepare;
 mod mcp_servers;
 mod npm;

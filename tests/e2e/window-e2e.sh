@@ -27,6 +27,15 @@ read -r REGISTRY_LINE <&"${REGISTRY[0]}"
 REGISTRY_PORT="$(node -e 'console.log(JSON.parse(process.argv[1]).port)' "$REGISTRY_LINE")"
 export REGISTRY_URL="http://127.0.0.1:$REGISTRY_PORT/" npm_config_registry="http://127.0.0.1:$REGISTRY_PORT/" npm_config_update_notifier=false
 
+# The person's browser for sign-ins: it follows the provider's page (the fixture's consents at
+# once) back to the address Berth listens on, as a person clicking "Allow" would.
+cat >"$SCRATCH/browser.sh" <<'SH'
+#!/bin/sh
+exec node -e 'fetch(process.argv[1], { redirect: "manual" }).then((r) => fetch(r.headers.get("location"))).then((r) => r.text())' "$1"
+SH
+chmod +x "$SCRATCH/browser.sh"
+export BROWSER="$SCRATCH/browser.sh"
+
 tauri-driver --port "$PORT" >"$SCRATCH/driver.log" 2>&1 &
 DRIVER_PID=$!
 for _ in $(seq 1 100); do

@@ -3,8 +3,11 @@
 // entries as `berth policy` resolves them on the same data dir), on a live update after a
 // plugin file appears (the Tauri event path, no reload), on a tool conflict chosen in the window
 // (checked with the CLI on the same store), and on the update controls updating a real npm
-// plugin from a registry on loopback (the script starts it; REGISTRY_URL).
-import { execFileSync } from "node:child_process"
+// plugin from a registry on loopback (the script starts it; REGISTRY_URL), and on a sign-in to
+// a remote MCP server from the window (the script's $BROWSER follows the provider's page).
+import { execFileSync, spawn } from "node:child_process"
+import { createInterface } from "node:readline"
+import { fileURLToPath } from "node:url"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 
@@ -208,6 +211,42 @@ try {
       throw new Error(`the window says ${why}; berth versions says ${JSON.stringify(versions[0])}`)
     }
     if (!versions.some((v) => v.version === "1.0.0" && v.recoverable)) throw new Error(`1.0.0 is not kept: ${JSON.stringify(versions)}`)
+  })
+
+  await test("a remote MCP server is signed in to from the real window and its tool works from the CLI", async () => {
+    const cli = process.env.BERTH_BIN ?? join(dirname(app), "berth")
+    const run = (args) =>
+      JSON.parse(execFileSync(cli, [...args, "--json", "--data-dir", dataDir, "--project", project], { encoding: "utf8" }))
+    // A real OAuth authorization server (the fixture's `--oauth`); the script's $BROWSER follows
+    // the provider's page back to Berth, as a person clicking "Allow" would.
+    const fixture = spawn("node", [fileURLToPath(new URL("../../fixtures/mcp/fixture-server.mjs", import.meta.url)), "--http", "0", "--oauth"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    })
+    try {
+      const url = await new Promise((r) => createInterface({ input: fixture.stdout }).once("line", (l) => r(JSON.parse(l).url)))
+      writeFileSync(join(project, "opencode.json"), JSON.stringify({ mcp: { web: { type: "remote", url } } }))
+      const id = await (async () => {
+        const deadline = Date.now() + 15_000
+        for (;;) {
+          const s = run(["sources"]).sources.find((x) => x.kind === "mcp" && x.entry === "web")
+          if (s) return s.id
+          if (Date.now() > deadline) throw new Error("the MCP server was not found")
+          await new Promise((r) => setTimeout(r, 100))
+        }
+      })()
+      run(["approve", id])
+      const card = `document.querySelector('[data-testid=source][data-source-id="${id}"]')`
+      await waitFor(session, `return !!${card}?.querySelector('[data-testid=sign-in]')`, "Sign in on the card", 30_000)
+      await wd("POST", `/session/${session}/execute/sync`, { script: `${card}.querySelector('[data-testid=sign-in]').click(); return true`, args: [] })
+      await waitFor(session, `return !!${card}?.querySelector('[data-testid=signed-in]') && ${card}.dataset.state === 'active'`, "the card to say signed in", 30_000)
+      const src = run(["status"]).sources.find((x) => x.id === id)
+      if (src.sign_in?.signed_in !== true) throw new Error(`berth status says ${JSON.stringify(src.sign_in)}`)
+      const called = run(["invoke", "web_echo", "--args", JSON.stringify({ text: "from the window" })])
+      if (called.output !== "from the window") throw new Error(`the call answered ${JSON.stringify(called)}`)
+      run(["mcp-logout", id])
+    } finally {
+      fixture.kill()
+    }
   })
 } finally {
   await wd("DELETE", `/session/${session}`).catch(() => {})

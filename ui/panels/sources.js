@@ -1,7 +1,8 @@
 // The sources, grouped by kind, one card each. Owns: a card's head, state, facts (with the mode
 // it runs in), what it can do and its technical details; the empty state. Must not: decide for
 // the person or talk to Berth: the approval parts of a card are approvals.js's, the paused parts
-// paused.js's, what the policy keeps back limits.js's, versions and updates versions.js's.
+// paused.js's, what the policy keeps back limits.js's, versions and updates versions.js's, a
+// remote MCP server's sign-in sign_in.js's.
 
 import { el, details } from '../dom.js';
 import {
@@ -16,6 +17,7 @@ import {
 import { renderPausedSource } from './paused.js';
 import { renderLimited, limitedPill } from './limits.js';
 import { renderVersions } from './versions.js';
+import { renderSignIn } from './sign_in.js';
 
 export function renderEmpty() {
   return el('section', { className: 'panel empty', testid: 'empty-state' }, [
@@ -77,8 +79,13 @@ function renderSource(s, pos) {
   const deferred = asking && later.has(laterKey(s));
   const step = pending ? approvalStep(s) : null;
   let badgeLabel = info.label;
-  const badgeTone = info.tone;
-  if (s.state === 'disabled' && approval.decision === 'deny') {
+  let badgeTone = info.tone;
+  // A remote MCP server that wants a sign-in has not failed: it waits for the person.
+  const wantsSignIn = s.state === 'load-failed' && s.sign_in && !obj(s.sign_in).signed_in;
+  if (wantsSignIn) {
+    badgeLabel = obj(s.sign_in).waiting_at ? 'Signing in' : 'Waiting for sign-in';
+    badgeTone = 'attention';
+  } else if (s.state === 'disabled' && approval.decision === 'deny') {
     badgeLabel = 'Denied';
   } else if (step && step.n !== null && step.of !== null) {
     badgeLabel = 'Waiting for approval (' + step.n + ' of ' + step.of + ')';
@@ -103,13 +110,14 @@ function renderSource(s, pos) {
       s.state === 'updating' ? renderUpdating(s) : null,
       renderLimited(s),
       renderVersions(s),
+      renderSignIn(s),
       renderMeta(s),
       renderCaps(caps),
       problems,
     ];
 
   return el('article', {
-    className: 'source tone-' + info.tone + (asking && !deferred ? ' is-asking' : ''),
+    className: 'source tone-' + badgeTone + (asking && !deferred ? ' is-asking' : ''),
     testid: 'source',
     dataset: { sourceId: str(s.id), state: str(s.state), kind: str(s.kind) },
     attrs: { tabindex: '-1', id: sourceAnchor(s.id) },

@@ -60,6 +60,12 @@ enum Command {
     /// version of its package once in Berth's data dir (integrity checked, install scripts
     /// off) and run it from there, instead of whatever is newest at every start.
     Prepare { id: String },
+    /// Sign in to a remote MCP server that asks for it (OAuth): its page opens in your browser
+    /// (`$BROWSER`, else the desktop's default; the link is printed too) and the token goes to
+    /// the OS keyring. `server` is its source id or its name in the config.
+    McpLogin { server: String },
+    /// Forget a remote MCP server's sign-in (it asks again on its next connection).
+    McpLogout { server: String },
     /// Call one tool through the full path and print its receipt.
     Invoke {
         tool: String,
@@ -425,6 +431,35 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
                     "{id}: {}@{} prepared (integrity {}), runs from Berth's data dir",
                     p.package, p.version, p.integrity
                 ),
+            );
+        }
+        Command::McpLogin { server } => {
+            let done = block_on(async {
+                let r = berth
+                    .mcp_sign_in(server, |url| {
+                        eprintln!("berth: sign in to `{server}` in your browser; if none opened, open:\n  {url}");
+                    })
+                    .await;
+                berth.shutdown_hosts().await;
+                r
+            })??;
+            out.done(
+                serde_json::json!({ "signed_in": done }),
+                &format!(
+                    "{}: signed in to {} (the token is in the OS keyring)",
+                    done.source, done.host
+                ),
+            );
+        }
+        Command::McpLogout { server } => {
+            let done = block_on(async {
+                let r = berth.mcp_sign_out(server).await;
+                berth.shutdown_hosts().await;
+                r
+            })??;
+            out.done(
+                serde_json::json!({ "signed_out": done }),
+                &format!("{}: signed out of {}", done.source, done.host),
             );
         }
         Command::Choose { tool, candidate } => {

@@ -25,7 +25,7 @@ pub mod spec;
 pub use digest::{sha256_hex, sha256_parts};
 pub use env::{OpencodeEnv, Switch};
 pub use graph::{ConfigDir, ConfigFile, ConfigGraph, ConfigRole, DirRole};
-pub use mcp::{opencode_tool_key, McpTarget};
+pub use mcp::{opencode_tool_key, McpOAuth, McpTarget};
 pub use resolve::Runtime;
 pub use scan::{
     config_dir_of, npm_current_version, npm_entry, npm_install_dir, npm_pointer, npm_slot_dir,

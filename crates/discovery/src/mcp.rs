@@ -43,7 +43,46 @@ pub enum McpTarget {
     Remote {
         url: String,
         headers: Vec<(String, String)>,
+        /// Whether Berth signs in when the server asks (OpenCode's `oauth`).
+        oauth: McpOAuth,
     },
+}
+
+/// The `oauth` of a remote entry. OpenCode signs in by default when a server answers 401;
+/// `"oauth": false` turns that off, an object names a client registered with the provider.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub enum McpOAuth {
+    /// `"oauth": false`: a 401 is an error to fix in `headers`.
+    Off,
+    /// No `oauth`, or `{}`: the client registers itself (RFC 7591) when it signs in.
+    #[default]
+    Auto,
+    /// `{"clientId", "clientSecret"?, "scope"?}`: a client registered with the provider.
+    Client {
+        client_id: String,
+        client_secret: Option<String>,
+        scope: Option<String>,
+    },
+}
+
+impl McpOAuth {
+    fn of(v: Option<&Value>) -> McpOAuth {
+        match v {
+            Some(Value::Bool(false)) => McpOAuth::Off,
+            Some(Value::Object(o)) => match o.get("clientId").and_then(Value::as_str) {
+                Some(id) => McpOAuth::Client {
+                    client_id: id.to_string(),
+                    client_secret: o
+                        .get("clientSecret")
+                        .and_then(Value::as_str)
+                        .map(String::from),
+                    scope: o.get("scope").and_then(Value::as_str).map(String::from),
+                },
+                None => McpOAuth::Auto,
+            },
+            _ => McpOAuth::Auto,
+        }
+    }
 }
 
 impl std::fmt::Debug for McpTarget {
@@ -63,12 +102,24 @@ impl std::fmt::Debug for McpTarget {
                     &environment.iter().map(|(k, _)| k).collect::<Vec<_>>(),
                 )
                 .finish(),
-            McpTarget::Remote { url, headers } => f
+            McpTarget::Remote {
+                url,
+                headers,
+                oauth,
+            } => f
                 .debug_struct("Remote")
                 .field("url", url)
                 .field(
                     "headers",
                     &headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                )
+                .field(
+                    "oauth",
+                    &match oauth {
+                        McpOAuth::Off => "off".to_string(),
+                        McpOAuth::Auto => "auto".to_string(),
+                        McpOAuth::Client { client_id, .. } => format!("client {client_id}"),
+                    },
                 )
                 .finish(),
         }
@@ -187,7 +238,7 @@ fn command_line(program: &str, args: &[String]) -> String {
 }
 
 /// The host a URL sends to (`https://user@api.example.com:8443/mcp` → `api.example.com:8443`).
-fn url_host(url: &str) -> Option<String> {
+pub fn url_host(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     if !matches!(scheme, "http" | "https") {
         return None;
@@ -289,19 +340,16 @@ pub fn describe(name: &str, config: &Value) -> McpFacts {
                     caps.network
                         .insert(format!("sends the header {k} to {host}"));
                 }
-                if config
-                    .get("oauth")
-                    .is_some_and(|o| o != &Value::Bool(false))
-                {
-                    diagnostics.push(Diagnostic::new(
-                        "unsupported",
-                        format!("MCP server `{name}` asks for an OAuth login; Berth does not log in to MCP servers yet and connects without it"),
-                        "give the server a token in `headers` (e.g. `Authorization`), or use it from OpenCode",
+                let oauth = McpOAuth::of(config.get("oauth"));
+                if oauth != McpOAuth::Off {
+                    caps.network.insert(format!(
+                        "may ask you to sign in to {host} (OAuth); the token is kept in your OS keyring"
                     ));
                 }
                 target = Some(McpTarget::Remote {
                     url: url.to_string(),
                     headers,
+                    oauth,
                 });
             }
             Some(url) => {

@@ -34,10 +34,12 @@ pub enum Target {
         environment: Vec<(String, String)>,
         cwd: PathBuf,
     },
-    /// A streamable HTTP endpoint, with the entry's `headers`.
+    /// A streamable HTTP endpoint, with the entry's `headers`; with `oauth`, the bearer
+    /// token of the person's sign-in (refreshed when it expires) on every request.
     Remote {
         url: String,
         headers: Vec<(String, String)>,
+        oauth: Option<crate::OAuth>,
     },
 }
 
@@ -152,9 +154,11 @@ impl Connection {
                 environment,
                 cwd,
             } => Self::connect_local(server, program, args, environment, cwd, timeout).await,
-            Target::Remote { url, headers } => {
-                Self::connect_remote(server, url, headers, timeout).await
-            }
+            Target::Remote {
+                url,
+                headers,
+                oauth,
+            } => Self::connect_remote(server, url, headers, oauth.as_ref(), timeout).await,
         }
     }
 
@@ -274,8 +278,10 @@ impl Connection {
         server: &str,
         url: &str,
         headers: &[(String, String)],
+        oauth: Option<&crate::OAuth>,
         timeout: Duration,
     ) -> Result<Connection, BerthError> {
+        use rmcp::transport::auth::AuthClient;
         use rmcp::transport::streamable_http_client::{
             StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
         };
@@ -303,10 +309,37 @@ impl Connection {
             map.insert(name, value);
         }
         let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(map);
-        let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-        let served = tokio::time::timeout(timeout, ().serve(transport)).await;
+        let served = match oauth {
+            Some(oauth) => {
+                let manager = crate::oauth::manager(server, url, oauth).await?;
+                let client = AuthClient::new(reqwest::Client::new(), manager);
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                tokio::time::timeout(timeout, ().serve(transport)).await
+            }
+            None => {
+                let transport =
+                    StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+                tokio::time::timeout(timeout, ().serve(transport)).await
+            }
+        };
         let service = match served {
             Ok(Ok(s)) => s,
+            Ok(Err(e)) if asks_for_sign_in(&e) => {
+                return Err(match oauth {
+                    Some(_) => err(
+                        server,
+                        code::ACTION_REQUIRED,
+                        format!("MCP server `{server}` at {} asks you to sign in", host_of(url)),
+                        &format!("sign in: `berth mcp-login {server}`, or Sign in on its card"),
+                    ),
+                    None => err(
+                        server,
+                        code::ACTION_REQUIRED,
+                        format!("MCP server `{server}` at {} asks for a sign-in, and its entry says `\"oauth\": false`", host_of(url)),
+                        "give it a token in `headers` (e.g. `Authorization`), or remove `\"oauth\": false` to sign in through Berth",
+                    ),
+                });
+            }
             Ok(Err(e)) => {
                 if legacy_sse(url).await {
                     return Err(err(
@@ -553,6 +586,27 @@ impl Connection {
             c.kill();
         }
     }
+}
+
+/// Whether the handshake ended because the server wants a bearer token (HTTP 401, or a 403
+/// asking for more scope).
+fn asks_for_sign_in(e: &rmcp::service::ClientInitializeError) -> bool {
+    use rmcp::service::ClientInitializeError as E;
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+    let mut next: Option<&(dyn std::error::Error + 'static)> = match e {
+        E::TransportError { error, .. } => Some(error),
+        E::LegacyFallbackFailed { discover, fallback } => {
+            return asks_for_sign_in(discover) || asks_for_sign_in(fallback)
+        }
+        _ => None,
+    };
+    while let Some(e) = next {
+        if e.is::<AuthRequiredError>() || e.is::<InsufficientScopeError>() {
+            return true;
+        }
+        next = e.source();
+    }
+    false
 }
 
 /// The host of a URL, for messages (never its path or query, which may carry a token).

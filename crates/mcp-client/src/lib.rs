@@ -3,7 +3,7 @@
 //! stable codes). A local server is started through `berth_host::launch` like every child
 //! Berth supervises (its own process group, the tree mark, killed with Berth, a bounded
 //! stderr), and its stdin/stdout are handed to the SDK as the transport; a remote one is
-//! reached over streamable HTTP.
+//! reached over streamable HTTP, signed in to with OAuth when it asks (`oauth`).
 //!
 //! Owns: the server's process (its tree is killed when the connection ends or a cancel's grace
 //! is over) and the session with it. Must not: decide whether a server may run (the approval
@@ -20,7 +20,9 @@
 //! ```
 
 mod client;
+mod oauth;
 
 pub use client::{
     minimal_environment, CallOutcome, Connection, McpCallResult, McpTool, Target, CANCEL_GRACE,
 };
+pub use oauth::{OAuth, SignIn, TokenVault};

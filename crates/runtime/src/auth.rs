@@ -16,10 +16,7 @@ use crate::catalog::Catalog;
 use crate::core::Core;
 use crate::error::{code, BerthError};
 use crate::host::CallOptions;
-use crate::secret::Secret;
-
-/// The keyring service credentials are filed under.
-const KEYRING_SERVICE: &str = "berth";
+use crate::secret::{keyring_entry, keyring_error, Secret};
 
 /// The owner.
 pub(crate) struct Auth {
@@ -316,17 +313,7 @@ pub struct AuthOutcome {
 }
 
 fn credential_entry(domain: &str, provider: &str) -> Result<keyring::Entry, BerthError> {
-    keyring::Entry::new(KEYRING_SERVICE, &format!("{domain}/auth/{provider}"))
-        .map_err(keyring_error)
-}
-
-fn keyring_error(e: keyring::Error) -> BerthError {
-    BerthError::new(
-        code::TEMPORARILY_UNAVAILABLE,
-        "keyring",
-        format!("the OS keyring refused the operation: {e}"),
-        "unlock the OS keyring (on Linux without a desktop session: run Berth under `keyctl session -`) and try again",
-    )
+    keyring_entry(&format!("{domain}/auth/{provider}"))
 }
 
 pub(crate) fn store_credential(

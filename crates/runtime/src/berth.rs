@@ -215,8 +215,7 @@ impl Berth {
 
     // ---- the catalog ----------------------------------------------------------------------
 
-    /// Activates every approved source whose bytes still match its approval
-    /// (`catalog::Catalog::activate`).
+    /// Activates every approved source whose bytes still match its approval (`Catalog::activate`).
     pub async fn activate(&self) -> Activation {
         self.parts.catalog.activate().await
     }
@@ -241,6 +240,26 @@ impl Berth {
     /// and runs it from Berth's data dir (`mcp_servers::prepared`).
     pub async fn prepare_mcp(&self, id: &str) -> Result<berth_store::McpPrepared, BerthError> {
         self.parts.catalog.prepare_mcp(id).await
+    }
+
+    /// Signs in to a remote MCP server that asks (`catalog::mcp_sign_in`); `on_url` gets the
+    /// provider's page (also opened in the browser).
+    pub async fn mcp_sign_in(
+        &self,
+        source: &str,
+        on_url: impl FnOnce(&str) + Send,
+    ) -> Result<crate::SignedIn, BerthError> {
+        self.parts.catalog.mcp_sign_in(source, on_url).await
+    }
+
+    /// The same in the background (the page, the window): the provider's page once known.
+    pub async fn start_mcp_sign_in(&self, source: &str) -> Result<String, BerthError> {
+        self.parts.catalog.start_mcp_sign_in(source).await
+    }
+
+    /// Forgets a remote MCP server's sign-in.
+    pub async fn mcp_sign_out(&self, source: &str) -> Result<crate::SignedIn, BerthError> {
+        self.parts.catalog.mcp_sign_out(source).await
     }
 
     /// The person chooses who serves a contested tool name (`catalog::conflicts`).

@@ -44,6 +44,7 @@ pub use berth_host as host;
 pub use berth_host::{compat, runtimes};
 
 pub use crate::berth::Berth;
+pub use crate::catalog::SignedIn;
 pub use crate::core::{default_data_dir, BerthOptions};
 pub use crate::decisions::Decided;
 pub use berth_store::{Decision, McpPrepared, Receipt, ReceiptStatus};

@@ -153,8 +153,12 @@ pub fn init(data_dir: &Path, stderr_default: &str) -> io::Result<PathBuf> {
     let file = RotatingFile::open(&path, MAX_LOG_BYTES, KEPT_LOGS)?;
     let file_filter =
         EnvFilter::try_from_env("BERTH_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let stderr_filter = EnvFilter::try_from_env("BERTH_LOG_STDERR")
-        .unwrap_or_else(|_| EnvFilter::new(stderr_default));
+    // The MCP SDK's worker logs the end of every session it cannot keep (a server that asks
+    // for a sign-in, one that went away) as an error; Berth reports the same end as its own
+    // error with a code and a way out, so on stderr that line is noise (the file keeps it).
+    let stderr_filter = EnvFilter::try_from_env("BERTH_LOG_STDERR").unwrap_or_else(|_| {
+        EnvFilter::new(format!("{stderr_default},rmcp::transport::worker=off"))
+    });
     let _ = tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
@@ -164,6 +168,8 @@ pub fn init(data_dir: &Path, stderr_default: &str) -> io::Result<PathBuf> {
         )
         .with(
             tracing_subscriber::fmt::layer()
+                // Colour only for a person at a terminal, not in a file or a pipe.
+                .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
                 .with_writer(io::stderr)
                 .with_filter(stderr_filter),
         )

@@ -1,4 +1,5 @@
-//! Secret values (API keys, tokens, header values from `chat.headers`/`shell.env`).
+//! Secret values (API keys, tokens, header values from `chat.headers`/`shell.env`), and the
+//! OS keyring entries they are kept in.
 //!
 //! `Secret` cannot reach a log line or the store: its `Debug` prints a placeholder, it has no
 //! `Display`, no `Serialize`, and the store has no method that accepts it. The only way out is
@@ -6,6 +7,26 @@
 //! process — grep for `expose(` to audit them.
 
 use std::fmt;
+
+use crate::error::{code, BerthError};
+
+/// The keyring service Berth's entries are filed under.
+const KEYRING_SERVICE: &str = "berth";
+
+/// Berth's OS keyring entry `account` (e.g. `{domain}/auth/{provider}`).
+pub(crate) fn keyring_entry(account: &str) -> Result<keyring::Entry, BerthError> {
+    keyring::Entry::new(KEYRING_SERVICE, account).map_err(keyring_error)
+}
+
+/// A keyring refusal as Berth's error (never with the value).
+pub(crate) fn keyring_error(e: keyring::Error) -> BerthError {
+    BerthError::new(
+        code::TEMPORARILY_UNAVAILABLE,
+        "keyring",
+        format!("the OS keyring refused the operation: {e}"),
+        "unlock the OS keyring (on Linux without a desktop session: run Berth under `keyctl session -`) and try again",
+    )
+}
 
 pub struct Secret(String);
 

@@ -218,6 +218,31 @@ pub struct SourceView {
     pub run_mode: RunMode,
     /// Its execution versions and, for an npm plugin, its updates.
     pub lifecycle: Lifecycle,
+    /// For a remote MCP server that signs in when asked (OpenCode's `oauth`): where, and
+    /// whether the keyring holds a sign-in for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sign_in: Option<SignInView>,
+}
+
+/// A remote MCP server's sign-in, as its card shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SignInView {
+    /// The server's host.
+    pub host: String,
+    pub signed_in: bool,
+    /// A sign-in under way or failed.
+    #[serde(flatten)]
+    pub progress: SignInProgress,
+}
+
+/// A sign-in under way (the provider's page the person finishes it on) or how the last one
+/// failed.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SignInProgress {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<crate::error::BerthError>,
 }
 
 /// A fetch-and-run launcher Berth can replace with a prepared package.

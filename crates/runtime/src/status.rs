@@ -91,7 +91,18 @@ impl Status {
         self.policy.refresh();
         let policy = self.policy.current();
         let boundary = self.core.status().boundary.clone();
-        let (tools, builtins, conflicts, activity, limited, failures, progress, unreadable, pinned) = {
+        let (
+            tools,
+            builtins,
+            conflicts,
+            activity,
+            limited,
+            failures,
+            progress,
+            unreadable,
+            pinned,
+            sign_ins,
+        ) = {
             let cat = self.catalog.state();
             (
                 cat.source_tools(),
@@ -106,6 +117,7 @@ impl Status {
                     .keys()
                     .cloned()
                     .collect::<std::collections::HashSet<String>>(),
+                cat.sign_ins.clone(),
             )
         };
         let hosts = self
@@ -262,6 +274,24 @@ impl Status {
                     } else {
                         None
                     };
+                    let sign_in = match (src.kind == SourceKind::Mcp)
+                        .then(|| berth_discovery::mcp::target_of(g, src))
+                        .flatten()
+                    {
+                        Some(berth_discovery::McpTarget::Remote { url, oauth, .. })
+                            if oauth != berth_discovery::McpOAuth::Off =>
+                        {
+                            Some(crate::snapshot::SignInView {
+                                host: berth_discovery::mcp::url_host(&url).unwrap_or_default(),
+                                signed_in: crate::mcp_servers::oauth::signed_in(
+                                    self.core.domain(),
+                                    &url,
+                                ),
+                                progress: sign_ins.get(&src.id).cloned().unwrap_or_default(),
+                            })
+                        }
+                        _ => None,
+                    };
                     lifecycle.prepared = prepared;
                     if lifecycle.pinned {
                         // It runs the earlier version already.
@@ -280,6 +310,7 @@ impl Status {
                                 .unwrap_or_default()
                         }),
                         run_mode: RunMode::of(restricted, layer, &g.worktree),
+                        sign_in,
                         source,
                         approval: view,
                     }

@@ -54,6 +54,7 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui_file!("panels/approvals.js", JS),
     ui_file!("panels/limits.js", JS),
     ui_file!("panels/versions.js", JS),
+    ui_file!("panels/sign_in.js", JS),
     ui_file!("panels/policy.js", JS),
     ui_file!("panels/paused.js", JS),
     ui_file!("panels/prompts.js", JS),
@@ -164,6 +165,8 @@ impl Server {
             .route("/api/rollback", axum::routing::post(rollback))
             .route("/api/choose", axum::routing::post(choose))
             .route("/api/prepare", axum::routing::post(prepare))
+            .route("/api/mcp-sign-in", axum::routing::post(mcp_sign_in))
+            .route("/api/mcp-sign-out", axum::routing::post(mcp_sign_out))
             .route_layer(middleware::from_fn_with_state(
                 self.state.clone(),
                 require_token,
@@ -515,6 +518,38 @@ async fn prepare(State(s): State<AppState>, body: axum::body::Bytes) -> Response
             .prepare_mcp(&body.source)
             .await
             .map(|p| serde_json::json!({ "prepared": p })),
+    )
+}
+
+/// Starts a sign-in to a remote MCP server (as `berth mcp-login`, the browser opened on this
+/// computer): `{"source": id}` → `{"signing_in": {"url": page}}` once the provider's page is
+/// known; the source's `sign_in` in the snapshots shows how it ends.
+async fn mcp_sign_in(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let body: Change = match parse_body(&body, "{\"source\": ..}", "{\"source\": \"mcp-1d7e648b\"}")
+    {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    answer(
+        s.berth
+            .start_mcp_sign_in(&body.source)
+            .await
+            .map(|url| serde_json::json!({ "signing_in": { "url": url } })),
+    )
+}
+
+/// Forgets a remote MCP server's sign-in (as `berth mcp-logout`): `{"source": id}`.
+async fn mcp_sign_out(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    let body: Change = match parse_body(&body, "{\"source\": ..}", "{\"source\": \"mcp-1d7e648b\"}")
+    {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    answer(
+        s.berth
+            .mcp_sign_out(&body.source)
+            .await
+            .map(|d| serde_json::json!({ "signed_out": d })),
     )
 }
 

@@ -14,8 +14,10 @@ mod choices;
 pub mod conflicts;
 mod invoke;
 pub use invoke::CallControl;
+pub use mcp_sign_in::SignedIn;
 mod mcp;
 mod mcp_prepare;
+mod mcp_sign_in;
 pub mod outputs;
 mod prepare;
 mod receipting;
@@ -85,6 +87,8 @@ pub(crate) struct CatalogState {
     pub reasons: HashMap<String, String>,
     /// Updates and rollbacks under way (or failed), per source.
     pub update_progress: HashMap<String, crate::snapshot::UpdateProgress>,
+    /// Sign-ins to remote MCP servers waiting for the person's browser (or failed), per source.
+    pub sign_ins: HashMap<String, crate::snapshot::SignInProgress>,
     /// Active plugins with the hooks they registered, in OpenCode's load order.
     pub hooks: Vec<HookOwner>,
     /// The store's decisions marker when activation last read the decisions: a call that finds
@@ -477,6 +481,7 @@ pub(crate) struct Catalog {
 
 impl Catalog {
     pub(crate) fn new(core: Arc<Core>, world: Arc<World>, policy: Arc<Governor>) -> Arc<Catalog> {
+        let domain = core.domain().to_string();
         Arc::new_cyclic(|me| Catalog {
             core,
             world,
@@ -485,7 +490,7 @@ impl Catalog {
             activating: tokio::sync::Mutex::new(()),
             effective_config: Mutex::new(None),
             me: me.clone(),
-            mcp: crate::mcp_servers::McpServers::new(),
+            mcp: crate::mcp_servers::McpServers::new(&domain),
         })
     }
 

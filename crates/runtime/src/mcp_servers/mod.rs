@@ -10,6 +10,7 @@
 //! them to the catalog), replay a call, or let a variable's or header's value out.
 //! Invariant: only this room holds MCP connections.
 
+pub(crate) mod oauth;
 pub(crate) mod prepared;
 
 use std::collections::{BTreeMap, HashMap};
@@ -61,11 +62,13 @@ struct Losses {
 }
 
 pub(crate) struct McpServers {
+    /// The execution domain (remote servers' sign-ins are kept per domain).
+    domain: String,
     live: tokio::sync::Mutex<HashMap<String, Arc<Live>>>,
     losses: Mutex<Losses>,
 }
 
-fn target_of(t: McpTarget, cwd: PathBuf) -> Target {
+fn target_of(t: McpTarget, cwd: PathBuf, domain: &str) -> Target {
     match t {
         McpTarget::Local {
             program,
@@ -77,13 +80,22 @@ fn target_of(t: McpTarget, cwd: PathBuf) -> Target {
             environment,
             cwd,
         },
-        McpTarget::Remote { url, headers } => Target::Remote { url, headers },
+        McpTarget::Remote {
+            url,
+            headers,
+            oauth,
+        } => Target::Remote {
+            oauth: oauth::oauth_for(domain, &url, &oauth),
+            url,
+            headers,
+        },
     }
 }
 
 impl McpServers {
-    pub(crate) fn new() -> McpServers {
+    pub(crate) fn new(domain: &str) -> McpServers {
         McpServers {
+            domain: domain.to_string(),
             live: tokio::sync::Mutex::new(HashMap::new()),
             losses: Mutex::new(Losses::default()),
         }
@@ -124,7 +136,7 @@ impl McpServers {
             self.count_loss(&source.id, &old);
             old.conn.close().await;
         }
-        let target = target_of(target, cwd);
+        let target = target_of(target, cwd, &self.domain);
         let l = self
             .dial(
                 &source.id,

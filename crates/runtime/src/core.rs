@@ -58,11 +58,16 @@ pub fn default_data_dir(env: &OpencodeEnv) -> PathBuf {
 }
 
 /// What the status owner does when something below it changed.
+/// How long a publish for this process's own commits waits for more of them.
+const SOON: std::time::Duration = std::time::Duration::from_millis(25);
+
 pub(crate) trait Publisher: Send + Sync {
     /// Re-reads everything and publishes the snapshot if it changed.
     fn rescan(&self);
     /// Publishes what plugins put before the person (toasts, prompts), without a rescan.
     fn publish_world(&self);
+    /// Publishes the recent calls as the store has them, without a rescan.
+    fn publish_calls(&self);
 }
 
 pub(crate) struct Core {
@@ -81,6 +86,12 @@ pub(crate) struct Core {
     /// Where calls from plugin code go (set once, when the owners are wired).
     upcalls: OnceLock<Arc<dyn Upcalls>>,
     publisher: OnceLock<Weak<dyn Publisher>>,
+    /// A publish of the recent calls is pending (`publish_calls` coalesces them).
+    calls_pending: Arc<std::sync::atomic::AtomicBool>,
+    /// A rescan for this process's own commits is pending (`rescan_soon`).
+    rescan_pending: Arc<std::sync::atomic::AtomicBool>,
+    /// How the other processes on the data dir hear of this one's commits.
+    signal: crate::signals::Signal,
     pub(crate) project: OpencodeProject,
 }
 
@@ -108,6 +119,8 @@ impl Core {
             let _ =
                 std::fs::set_permissions(&options.data_dir, std::fs::Permissions::from_mode(0o700));
         }
+        crate::signals::prepare(&options.data_dir);
+        let signal = crate::signals::Signal::open(&options.data_dir);
         let opened = Store::open(&options.data_dir.join("berth.db"))?;
         let moved_aside = opened
             .recovery
@@ -141,6 +154,9 @@ impl Core {
             supervisor: tokio::sync::OnceCell::new(),
             upcalls: OnceLock::new(),
             publisher: OnceLock::new(),
+            calls_pending: Default::default(),
+            rescan_pending: Default::default(),
+            signal,
             project: OpencodeProject::default(),
         })
     }
@@ -154,7 +170,15 @@ impl Core {
     /// Runs `f` with the store.
     pub(crate) fn with_store<T>(&self, f: impl FnOnce(&Store) -> T) -> T {
         let store = self.store.lock().unwrap_or_else(|p| p.into_inner());
-        f(&store)
+        let before = store.changes_beyond_calls();
+        let out = f(&store);
+        // Something the status shows was committed (receipts go through `publish_calls`).
+        let changed = store.changes_beyond_calls() != before;
+        drop(store);
+        if changed {
+            self.rescan_soon();
+        }
+        out
     }
 
     /// The store itself, for what must hold it exclusively (backup, restore).
@@ -262,6 +286,47 @@ impl Core {
         if let Some(p) = self.publisher.get().and_then(Weak::upgrade) {
             p.rescan();
         }
+    }
+
+    /// A receipt of this process changed: the other processes are signalled (`signals`), and
+    /// this one publishes its recent calls shortly, off the call's path, once for a burst.
+    pub(crate) fn publish_calls(&self) {
+        self.signal.touch();
+        self.soon(&self.calls_pending, |p| p.publish_calls());
+    }
+
+    /// This process committed something the status shows (a permission rule, a version, …):
+    /// the other processes are signalled, and this one rescans shortly, once for a burst (its
+    /// own commits do not wake its watcher).
+    fn rescan_soon(&self) {
+        self.signal.touch();
+        self.soon(&self.rescan_pending, |p| p.rescan());
+    }
+
+    /// Runs `work` with the status owner after [`SOON`], once for every request made while
+    /// `pending`, off the async workers. Without a runtime (a one-shot command: nobody
+    /// listens for long) nothing runs.
+    fn soon(
+        &self,
+        pending: &Arc<std::sync::atomic::AtomicBool>,
+        work: impl FnOnce(&dyn Publisher) + Send + 'static,
+    ) {
+        use std::sync::atomic::Ordering;
+        let (Some(p), Ok(rt)) = (
+            self.publisher.get().and_then(Weak::upgrade),
+            tokio::runtime::Handle::try_current(),
+        ) else {
+            return;
+        };
+        if pending.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let pending = pending.clone();
+        rt.spawn(async move {
+            tokio::time::sleep(SOON).await;
+            pending.store(false, Ordering::SeqCst);
+            let _ = tokio::task::spawn_blocking(move || work(&*p)).await;
+        });
     }
 
     /// Asks the status owner to publish what plugins put before the person.

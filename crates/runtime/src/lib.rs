@@ -31,6 +31,7 @@ pub mod policy;
 mod project;
 mod relocate;
 pub mod secret;
+mod signals;
 pub mod snapshot;
 mod status;
 pub mod updates;

@@ -177,7 +177,7 @@ pub struct PromptView {
 pub const RECENT_CALLS: usize = 10;
 
 /// One tool call as the status shows it: its receipt without arguments or output.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallView {
     pub receipt_id: String,
     pub tool: String,

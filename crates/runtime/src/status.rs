@@ -443,9 +443,9 @@ impl Status {
     /// The folders a watcher should observe for the current graph.
     pub fn watch_roots(&self) -> Vec<PathBuf> {
         let s = self.core.status();
-        // The data dir: another process (the CLI next to the app) committing a decision
-        // touches the WAL, and this process then shows it.
-        let mut roots: Vec<PathBuf> = vec![self.core.options.data_dir.clone()];
+        // The data dir's signal folder: another process (the CLI next to the app) committing
+        // a decision or a receipt signals there, and this process then shows it (`signals`).
+        let mut roots: Vec<PathBuf> = vec![crate::signals::dir(&self.core.options.data_dir)];
         // The organisation's policy file and its drop-ins: an edit there takes effect at once.
         let managed = self.core.options.managed_policy_path();
         if let Some(dir) = managed.parent() {
@@ -470,6 +470,12 @@ impl Status {
                     .iter()
                     .filter_map(|f| f.parent().map(Path::to_path_buf)),
             );
+            // A plugin file listed by path: its folder too, so that the file coming back
+            // after a moment away (its files are unknown then) is noticed.
+            let entry = Path::new(&src.entry);
+            if entry.is_absolute() {
+                roots.extend(entry.parent().map(Path::to_path_buf));
+            }
         }
         roots.sort();
         roots.dedup();
@@ -484,6 +490,25 @@ impl Publisher for Status {
     }
     fn publish_world(&self) {
         self.publish_world_now();
+    }
+    fn publish_calls(&self) {
+        // The same lock as `rescan`, so neither overwrites the other's newer snapshot.
+        let _published = self.published.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.core.status();
+        let Ok(calls) = self
+            .core
+            .with_store(|s| s.receipts(RECENT_CALLS))
+            .map(|r| r.into_iter().map(CallView::from).collect::<Vec<CallView>>())
+        else {
+            return;
+        };
+        if *old.calls == calls {
+            return;
+        }
+        let mut next = (*old).clone();
+        next.calls = Arc::new(calls);
+        next.revision = old.revision + 1;
+        self.install(Arc::new(next), SnapshotDiff::default());
     }
 }
 

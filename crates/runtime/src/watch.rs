@@ -1,5 +1,7 @@
 //! Watches the config graph with `notify` and rescans on change (debounced). A change in a
-//! folder that does not exist yet is seen through its nearest existing ancestor.
+//! folder that does not exist yet is seen through its nearest existing ancestor. Of the data
+//! dir only its signal folder is watched (`signals`), and this process's own signal is
+//! dropped in the callback: its own commits publish themselves (`Core::with_store`).
 //!
 //! Owns: the watcher thread. Must not: poll — an idle Berth does no work.
 
@@ -43,8 +45,14 @@ enum Msg {
 pub fn watch(berth: Berth) -> notify::Result<WatchHandle> {
     let (tx, rx) = mpsc::channel::<Msg>();
     let fs_tx = tx.clone();
+    let data_dir = berth.options().data_dir.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
+        if let Ok(mut ev) = res {
+            // This process's own signal is no news to it (`signals`).
+            ev.paths.retain(|p| !crate::signals::is_own(&data_dir, p));
+            if ev.paths.is_empty() {
+                return;
+            }
             let kind = match ev.kind {
                 notify::EventKind::Access(_) => return,
                 notify::EventKind::Create(_) => "add",
@@ -100,7 +108,7 @@ pub fn watch(berth: Berth) -> notify::Result<WatchHandle> {
                 }
                 // Only files in the folders Berth watches for the graph: not the ancestors watched
                 // for a folder's creation (a plugin writing there would feed itself events), and
-                // not Berth's own data dir (watched for other processes' decisions).
+                // not Berth's own data dir (its signal folder is watched for other processes').
                 let data_dir = berth.options().data_dir.clone();
                 let roots = berth.watch_roots();
                 let ours = |p: &Path| {

@@ -17,6 +17,8 @@ pub struct Store {
     pub(crate) path: PathBuf,
     /// Writes on the call path since the last checkpoint was started.
     writes: std::cell::Cell<u32>,
+    /// Rows the call path's statements changed (receipts), of this connection's total.
+    call_changes: std::cell::Cell<u64>,
     /// A checkpoint is running on its own connection.
     checkpointing: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
@@ -107,6 +109,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             writes: std::cell::Cell::new(0),
+            call_changes: std::cell::Cell::new(0),
             checkpointing: Default::default(),
         };
         store
@@ -131,6 +134,8 @@ impl Store {
     /// checkpoint runs on a thread and connection of its own, so no call waits for its fsync.
     pub(crate) fn wrote(&self) {
         use std::sync::atomic::Ordering;
+        self.call_changes
+            .set(self.call_changes.get() + self.conn.changes());
         let n = self.writes.get() + 1;
         if n < CHECKPOINT_EVERY {
             self.writes.set(n);
@@ -251,6 +256,14 @@ impl Store {
         self.conn.flush_prepared_statement_cache();
         migrate(&mut self.conn, SCHEMA_VERSION).map_err(|e| self.err(e))?;
         Ok(())
+    }
+
+    /// Rows this connection changed other than on the call path (receipts, which the status
+    /// publishes on its own): when it moved, this process changed something a rescan shows.
+    pub fn changes_beyond_calls(&self) -> u64 {
+        self.conn
+            .total_changes()
+            .saturating_sub(self.call_changes.get())
     }
 
     /// A change counter that moves when *another* connection (another process) commits.

@@ -42,7 +42,7 @@ impl ReceiptStatus {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReceiptError {
     pub code: String,
     pub message: String,

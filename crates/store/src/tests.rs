@@ -155,3 +155,24 @@ fn a_data_dir_under_a_regular_file_is_reported_with_its_path() {
     assert_eq!(err.code(), "action-required");
     assert!(err.to_string().contains("plain-file"), "{err}");
 }
+
+#[test]
+fn changes_beyond_calls_ignore_receipts_and_count_the_rest() {
+    let d = dir();
+    let s = Store::open(&d.path().join("berth.db")).unwrap().store;
+    let start = s.changes_beyond_calls();
+    let n = NewReceipt {
+        receipt_id: "rcpt_probe",
+        idempotency_key: None,
+        tool: "probe",
+        source_id: "src",
+        args_digest: "d",
+        owner_pid: 1,
+        owner_start: 1,
+    };
+    s.accept_receipt(&n).unwrap();
+    s.mark_receipt_running("rcpt_probe").unwrap();
+    assert_eq!(s.changes_beyond_calls(), start, "receipts");
+    s.set_meta("probe", "x").unwrap();
+    assert_eq!(s.changes_beyond_calls(), start + 1, "anything else");
+}

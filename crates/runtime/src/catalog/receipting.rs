@@ -56,9 +56,10 @@ impl Catalog {
 
     /// The call runs now.
     pub(super) fn mark_running(&self, receipt_id: &str) -> Result<(), BerthError> {
-        Ok(self
-            .core
-            .with_store(|s| s.mark_receipt_running(receipt_id))?)
+        self.core
+            .with_store(|s| s.mark_receipt_running(receipt_id))?;
+        self.core.publish_calls();
+        Ok(())
     }
 
     /// Closes the receipt with `end` and returns the row as stored (read again only if
@@ -75,6 +76,7 @@ impl Catalog {
             Some(r) => Some(r),
             None => self.core.with_store(|s| s.receipt(receipt_id))?,
         };
+        self.core.publish_calls();
         receipt.ok_or_else(|| {
             BerthError::new(
                 code::TEMPORARILY_UNAVAILABLE,

@@ -45,9 +45,9 @@ fn berth_mcp(exe: &Path, root: &Path, data: &Path, project: &Path) -> Target {
         // Where the host code is, when the bench was told (else both find it above their
         // executable).
         .chain(
-            std::env::var("BERTH_HOST_DIR")
-                .ok()
-                .map(|d| ("BERTH_HOST_DIR".to_string(), d)),
+            ["BERTH_HOST_DIR", "TOKIO_WORKER_THREADS"]
+                .into_iter()
+                .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))),
         )
         .collect(),
         cwd: project.to_path_buf(),

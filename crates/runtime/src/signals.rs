@@ -1,0 +1,77 @@
+//! The data dir's signal folder: how one Berth process tells the others on the same data dir
+//! that it committed something they show (a decision, a choice, a policy setting, a receipt).
+//! Each process touches its own file, `signals/<pid>`, after such a commit; every process
+//! watches the folder and rescans when *another* process's file changes. The store's own
+//! files are not watched: they change at every write of every call, and a process woken by
+//! its own receipts would rescan for nothing.
+//!
+//! Owns: the folder and this process's file in it. Must not: carry data (a signal only says
+//! "look again"; the store is the truth), or wake this process for its own commits.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Signal files untouched for this long belong to processes long gone.
+const STALE: Duration = Duration::from_secs(24 * 3600);
+
+/// The folder every process on `data_dir` watches.
+pub(crate) fn dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("signals")
+}
+
+/// This process's signal file.
+fn own(data_dir: &Path) -> PathBuf {
+    dir(data_dir).join(std::process::id().to_string())
+}
+
+/// Creates the folder (so that watchers watch it, not the data dir) and removes the files of
+/// processes gone for a day.
+pub(crate) fn prepare(data_dir: &Path) {
+    let d = dir(data_dir);
+    let _ = std::fs::create_dir_all(&d);
+    let Ok(entries) = std::fs::read_dir(&d) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age > STALE);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// This process's signal: its file, kept open, so a signal is one `futimens` (cheap enough for
+/// every call).
+pub(crate) struct Signal(Option<std::fs::File>);
+
+impl Signal {
+    pub(crate) fn open(data_dir: &Path) -> Signal {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(own(data_dir));
+        if let Err(e) = &f {
+            tracing::warn!(error = %e, "no signal file: other Berth processes on this data dir see this one's changes late");
+        }
+        Signal(f.ok())
+    }
+
+    /// Tells the other processes on the data dir to look again.
+    pub(crate) fn touch(&self) {
+        if let Some(f) = &self.0 {
+            let _ = f.set_modified(SystemTime::now());
+        }
+    }
+}
+
+/// Whether `path` is this process's own signal file (its change is no news here).
+pub(crate) fn is_own(data_dir: &Path, path: &Path) -> bool {
+    path == own(data_dir)
+}

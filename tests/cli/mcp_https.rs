@@ -2,21 +2,13 @@
 //! certificate store (here a test CA named by `SSL_CERT_FILE`, as OpenSSL reads it), listed and
 //! called; an untrusted certificate is refused with a code and a recovery, nothing sent.
 
-use std::io::{BufRead, BufReader};
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::support::*;
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A self-signed certificate for 127.0.0.1 (OpenSSL's CLI): (cert, key).
 fn certificate(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -52,24 +44,19 @@ fn certificate(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 fn a_remote_server_over_https_is_trusted_through_the_certificate_store_and_called() {
     let s = Sandbox::new();
     let (cert, key) = certificate(s.root.path());
-    let mut child = Command::new("node")
-        .arg(repo_root().join("fixtures/mcp/fixture-server.mjs"))
-        .args(["--http", "0", "--tls"])
-        .arg(&cert)
-        .arg(&key)
-        .args(["--tool", "echo"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _server = Killed(child);
-    let url = serde_json::from_str::<Value>(&line).unwrap()["url"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let server = McpFixture::start(
+        &[
+            OsStr::new("--http"),
+            OsStr::new("0"),
+            OsStr::new("--tls"),
+            cert.as_os_str(),
+            key.as_os_str(),
+            OsStr::new("--tool"),
+            OsStr::new("echo"),
+        ],
+        None,
+    );
+    let url = server.url.clone();
     assert!(url.starts_with("https://127.0.0.1:"), "{url}");
     s.write(
         "project/opencode.json",

@@ -6,49 +6,30 @@
 //! kept only in the OS keyring; a forged redirect, a revoked token and a changed URL each end
 //! in "sign in again", never in a token sent where it was not issued.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{assert_not_in_any_file, repo_root, Sandbox};
+use crate::support::{assert_not_in_any_file, McpFixture, Sandbox};
 
 struct Server {
-    child: std::process::Child,
+    _fixture: McpFixture,
     url: String,
     log: PathBuf,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The fixture with `--oauth` and `extra` flags, logging to `log`.
 fn oauth_server(log: &Path, extra: &[&str]) -> Server {
-    let mut child = Command::new("node")
-        .arg(repo_root().join("fixtures/mcp/fixture-server.mjs"))
-        .args(["--http", "0", "--oauth"])
-        .args(extra)
-        .env("MCP_FIXTURE_LOG", log)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = serde_json::from_str::<Value>(&line).unwrap()["url"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let args: Vec<&str> = ["--http", "0", "--oauth"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    let fixture = McpFixture::start(&args, Some(log));
     Server {
-        child,
-        url,
+        url: fixture.url.clone(),
+        _fixture: fixture,
         log: log.to_path_buf(),
     }
 }

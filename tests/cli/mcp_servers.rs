@@ -4,14 +4,13 @@
 //! called, cancelled, crashed; reached over streamable HTTP; what Berth cannot or must not
 //! connect said so.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::support::{alive, assert_not_in_any_file, repo_root, Sandbox};
+use crate::support::{alive, assert_not_in_any_file, repo_root, McpFixture, Sandbox};
 
 fn fixture() -> String {
     repo_root()
@@ -257,38 +256,12 @@ fn a_crash_mid_call_ends_it_process_lost_and_is_never_replayed() {
     assert_eq!(calls(&log), 1);
 }
 
-/// Starts the fixture over HTTP (`--http 0` or `--sse-only 0`) and returns it with its URL.
-fn http_fixture(mode: &str, log: &Path) -> (Child, String) {
-    let mut child = Command::new("node")
-        .arg(fixture())
-        .arg(mode)
-        .arg("0")
-        .env("MCP_FIXTURE_LOG", log)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url: Value = serde_json::from_str(&line).unwrap();
-    (child, url["url"].as_str().unwrap().to_string())
-}
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_remote_server_over_streamable_http_is_listed_and_called() {
     let s = Sandbox::new();
     let log: PathBuf = s.root.path().join("http.log");
-    let (child, url) = http_fixture("--http", &log);
-    let _server = Killed(child);
+    let server = McpFixture::start(&["--http", "0"], Some(&log));
+    let url = server.url.clone();
     s.write(
         "project/opencode.json",
         &json!({ "mcp": { "web": { "type": "remote", "url": url, "headers": { "X-Api-Key": "canary-77ab" } } } })
@@ -322,8 +295,8 @@ fn a_remote_server_over_streamable_http_is_listed_and_called() {
 fn an_sse_only_server_is_unsupported_and_says_which_transport() {
     let s = Sandbox::new();
     let log = s.root.path().join("sse.log");
-    let (child, url) = http_fixture("--sse-only", &log);
-    let _server = Killed(child);
+    let server = McpFixture::start(&["--sse-only", "0"], Some(&log));
+    let url = server.url.clone();
     s.write(
         "project/opencode.json",
         &json!({ "mcp": { "legacy": { "type": "remote", "url": url } } }).to_string(),

@@ -238,7 +238,10 @@ try {
       const card = `document.querySelector('[data-testid=source][data-source-id="${id}"]')`
       await waitFor(session, `return !!${card}?.querySelector('[data-testid=sign-in]')`, "Sign in on the card", 30_000)
       await wd("POST", `/session/${session}/execute/sync`, { script: `${card}.querySelector('[data-testid=sign-in]').click(); return true`, args: [] })
-      await waitFor(session, `return !!${card}?.querySelector('[data-testid=signed-in]') && ${card}.dataset.state === 'active'`, "the card to say signed in", 30_000)
+      await waitFor(session, `return !!${card}?.querySelector('[data-testid=signed-in]') && ${card}.dataset.state === 'active'`, "the card to say signed in", 30_000).catch(async (e) => {
+        const text = await wd("POST", `/session/${session}/execute/sync`, { script: `return ${card}?.innerText`, args: [] })
+        throw new Error(`${e.message}; the card says: ${text}`)
+      })
       const src = run(["status"]).sources.find((x) => x.id === id)
       if (src.sign_in?.signed_in !== true) throw new Error(`berth status says ${JSON.stringify(src.sign_in)}`)
       const called = run(["invoke", "web_echo", "--args", JSON.stringify({ text: "from the window" })])

@@ -306,3 +306,42 @@ pub fn source_by_spec<'a>(v: &'a serde_json::Value, needle: &str) -> &'a serde_j
         .find(|s| s["spec"].as_str().unwrap().contains(needle))
         .unwrap_or_else(|| panic!("no source with spec {needle} in {v}"))
 }
+
+/// The MCP fixture server (`fixtures/mcp/fixture-server.mjs`) started with `args` (`--http 0`,
+/// `--sse-only 0`, `--tls …`, `--oauth` …), logging to `log` when given; stopped when dropped.
+pub struct McpFixture {
+    child: std::process::Child,
+    /// The endpoint it printed.
+    pub url: String,
+}
+
+impl McpFixture {
+    pub fn start<S: AsRef<std::ffi::OsStr>>(args: &[S], log: Option<&Path>) -> McpFixture {
+        use std::io::BufRead;
+        let mut cmd = Command::new("node");
+        cmd.arg(repo_root().join("fixtures/mcp/fixture-server.mjs"))
+            .args(args)
+            .stdout(std::process::Stdio::piped());
+        if let Some(log) = log {
+            cmd.env("MCP_FIXTURE_LOG", log);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = serde_json::from_str::<serde_json::Value>(&line)
+            .unwrap_or_else(|e| panic!("the fixture printed no URL ({e}): {line}"))["url"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        McpFixture { child, url }
+    }
+}
+
+impl Drop for McpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -2,7 +2,7 @@
 //! (`BerthError`, the codes of DESIGN.md) and the small helpers every layer shares.
 //!
 //! Owns: the error type and its codes, constant-time comparison, OS randomness as hex, the
-//! wall clock in milliseconds. Must not: depend on anything of Berth above the store, or hold
+//! wall clock in milliseconds, the sweep of a folder's old files. Must not: depend on anything of Berth above the store, or hold
 //! state.
 
 pub mod error;
@@ -27,6 +27,26 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// Removes the files directly in `dir` not modified for longer than `age` (best effort: a
+/// file that cannot be read or removed stays).
+pub fn remove_older_than(dir: &std::path::Path, age: std::time::Duration) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|a| a > age);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 #[cfg(test)]

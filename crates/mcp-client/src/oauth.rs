@@ -87,8 +87,8 @@ fn auth_failed(server: &str, what: &str, e: AuthError) -> BerthError {
     )
 }
 
-/// A manager for `url` whose tokens are in `oauth.vault`, set up from what is stored.
-pub(crate) async fn manager(
+/// A manager for `url` whose tokens go to `oauth.vault`.
+async fn vaulted(
     server: &str,
     url: &str,
     oauth: &OAuth,
@@ -97,6 +97,16 @@ pub(crate) async fn manager(
         .await
         .map_err(|e| auth_failed(server, "its sign-in cannot be set up", e))?;
     m.set_credential_store(VaultStore(oauth.vault.clone()));
+    Ok(m)
+}
+
+/// A manager for `url` whose tokens are in `oauth.vault`, set up from what is stored.
+pub(crate) async fn manager(
+    server: &str,
+    url: &str,
+    oauth: &OAuth,
+) -> Result<AuthorizationManager, BerthError> {
+    let mut m = vaulted(server, url, oauth).await?;
     let stored = m
         .initialize_from_store()
         .await
@@ -127,10 +137,7 @@ impl SignIn {
         oauth: &OAuth,
         redirect_uri: &str,
     ) -> Result<SignIn, BerthError> {
-        let mut m = AuthorizationManager::new(url)
-            .await
-            .map_err(|e| auth_failed(server, "its sign-in cannot be set up", e))?;
-        m.set_credential_store(VaultStore(oauth.vault.clone()));
+        let m = vaulted(server, url, oauth).await?;
         let mut request = AuthorizationRequest::new(redirect_uri).with_client_name("Berth");
         if let Some((id, secret)) = &oauth.client {
             request = request.with_preregistered_client(id);

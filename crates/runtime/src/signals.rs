@@ -29,21 +29,7 @@ fn own(data_dir: &Path) -> PathBuf {
 pub(crate) fn prepare(data_dir: &Path) {
     let d = dir(data_dir);
     let _ = std::fs::create_dir_all(&d);
-    let Ok(entries) = std::fs::read_dir(&d) else {
-        return;
-    };
-    let now = SystemTime::now();
-    for e in entries.flatten() {
-        let old = e
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| now.duration_since(t).ok())
-            .is_some_and(|age| age > STALE);
-        if old {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    berth_base::remove_older_than(&d, STALE);
 }
 
 /// This process's signal: its file, kept open, so a signal is one `futimens` (cheap enough for

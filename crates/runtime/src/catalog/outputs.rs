@@ -109,21 +109,7 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Removes full outputs older than seven days (once per process: `Catalog::invoke`).
 pub fn sweep(data_dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir(data_dir)) else {
-        return;
-    };
-    let now = std::time::SystemTime::now();
-    for e in entries.flatten() {
-        let old = e
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| now.duration_since(t).ok())
-            .is_some_and(|age| age > KEEP_FOR);
-        if old {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    berth_base::remove_older_than(&dir(data_dir), KEEP_FOR);
 }
 
 #[cfg(test)]

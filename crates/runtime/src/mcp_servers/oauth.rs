@@ -154,6 +154,8 @@ pub(crate) async fn sign_in(
     let waited = tokio::time::timeout(wait, async {
         loop {
             let Ok((mut stream, _)) = listener.accept().await else {
+                // Out of descriptors, say: not a reason to give up, nor to spin.
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
             let Some(target) = request_target(&mut stream).await else {

@@ -91,7 +91,7 @@ pub(crate) struct Core {
     /// A rescan for this process's own commits is pending (`rescan_soon`).
     rescan_pending: Arc<std::sync::atomic::AtomicBool>,
     /// How the other processes on the data dir hear of this one's commits.
-    signal: crate::signals::Signal,
+    signal: Arc<crate::signals::Signal>,
     pub(crate) project: OpencodeProject,
 }
 
@@ -120,7 +120,7 @@ impl Core {
                 std::fs::set_permissions(&options.data_dir, std::fs::Permissions::from_mode(0o700));
         }
         crate::signals::prepare(&options.data_dir);
-        let signal = crate::signals::Signal::open(&options.data_dir);
+        let signal = Arc::new(crate::signals::Signal::open(&options.data_dir));
         let opened = Store::open(&options.data_dir.join("berth.db"))?;
         let moved_aside = opened
             .recovery
@@ -288,11 +288,16 @@ impl Core {
         }
     }
 
-    /// A receipt of this process changed: the other processes are signalled (`signals`), and
+    /// A receipt of this process changed: the other processes are signalled (`signals`; at
+    /// most once per [`SOON`] while calls stream, the last one owed until the publish), and
     /// this one publishes its recent calls shortly, off the call's path, once for a burst.
     pub(crate) fn publish_calls(&self) {
-        self.signal.touch();
-        self.soon(&self.calls_pending, |p| p.publish_calls());
+        self.signal.touch_at_most_every(SOON);
+        let signal = self.signal.clone();
+        self.soon(&self.calls_pending, move |p| {
+            p.publish_calls();
+            signal.settle();
+        });
     }
 
     /// This process committed something the status shows (a permission rule, a version, …):

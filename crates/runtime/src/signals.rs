@@ -9,6 +9,7 @@
 //! "look again"; the store is the truth), or wake this process for its own commits.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// Signal files untouched for this long belong to processes long gone.
@@ -32,9 +33,14 @@ pub(crate) fn prepare(data_dir: &Path) {
     berth_base::remove_older_than(&d, STALE);
 }
 
-/// This process's signal: its file, kept open, so a signal is one `futimens` (cheap enough for
-/// every call).
-pub(crate) struct Signal(Option<std::fs::File>);
+/// This process's signal: its file, kept open, so a signal is one `futimens`.
+pub(crate) struct Signal {
+    file: Option<std::fs::File>,
+    /// When it was last touched (ms since the epoch).
+    last_ms: AtomicU64,
+    /// A throttled touch was skipped and is still owed (`settle`).
+    owed: AtomicBool,
+}
 
 impl Signal {
     pub(crate) fn open(data_dir: &Path) -> Signal {
@@ -46,13 +52,37 @@ impl Signal {
         if let Err(e) = &f {
             tracing::warn!(error = %e, "no signal file: other Berth processes on this data dir see this one's changes late");
         }
-        Signal(f.ok())
+        Signal {
+            file: f.ok(),
+            last_ms: AtomicU64::new(0),
+            owed: AtomicBool::new(false),
+        }
     }
 
     /// Tells the other processes on the data dir to look again.
     pub(crate) fn touch(&self) {
-        if let Some(f) = &self.0 {
+        self.owed.store(false, Ordering::SeqCst);
+        self.last_ms.store(berth_base::now_ms(), Ordering::SeqCst);
+        if let Some(f) = &self.file {
             let _ = f.set_modified(SystemTime::now());
+        }
+    }
+
+    /// [`Signal::touch`], at most once per `every` (each touch wakes every watcher, this
+    /// process's notify thread included): one skipped is owed until [`Signal::settle`].
+    pub(crate) fn touch_at_most_every(&self, every: Duration) {
+        let since = berth_base::now_ms().saturating_sub(self.last_ms.load(Ordering::SeqCst));
+        if since >= every.as_millis() as u64 {
+            self.touch();
+        } else {
+            self.owed.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Makes the touch a throttle skipped.
+    pub(crate) fn settle(&self) {
+        if self.owed.swap(false, Ordering::SeqCst) {
+            self.touch();
         }
     }
 }

@@ -355,3 +355,24 @@ fn a_client_registered_with_the_provider_signs_in_on_opencodes_redirect_address(
     assert_eq!(code, 0, "{r}");
     let _ = s.run_json(&["mcp-logout", "web"]);
 }
+
+#[test]
+fn a_provider_naming_a_sign_in_page_that_is_not_a_web_page_gets_nothing_opened() {
+    // A hostile server's metadata names a local file (or another program's scheme) as its
+    // sign-in page: Berth refuses before anything is opened.
+    let s = Sandbox::new();
+    let server = oauth_server(
+        &s.root.path().join("oauth.log"),
+        &["--authorize-at", "file:///etc/passwd"],
+    );
+    with_remote(&s, &server.url, None);
+    approve_web(&s);
+    let (code, out) = login(&s, &browser(&s, None));
+    assert_ne!(code, 0, "{out}");
+    assert_eq!(out["error"]["code"], "invalid-response", "{out}");
+    assert!(
+        !s.root.path().join("browser.log").exists(),
+        "a browser was started"
+    );
+    assert!(!signed_in(&s));
+}

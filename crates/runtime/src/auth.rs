@@ -16,7 +16,7 @@ use crate::catalog::Catalog;
 use crate::core::Core;
 use crate::error::{code, BerthError};
 use crate::host::CallOptions;
-use crate::secret::{keyring_entry, keyring_error, Secret};
+use crate::secret::{keyring_delete, keyring_read, keyring_write, Secret};
 
 /// The owner.
 pub(crate) struct Auth {
@@ -251,11 +251,7 @@ impl Auth {
 
     /// Removes the stored credential of `provider`. Returns whether there was one.
     pub fn auth_logout(&self, provider: &str) -> Result<bool, BerthError> {
-        match credential_entry(self.core.domain(), provider)?.delete_credential() {
-            Ok(()) => Ok(true),
-            Err(keyring::Error::NoEntry) => Ok(false),
-            Err(e) => Err(keyring_error(e)),
-        }
+        keyring_delete(&account(self.core.domain(), provider))
     }
 }
 
@@ -312,8 +308,9 @@ pub struct AuthOutcome {
     pub stored_in: &'static str,
 }
 
-fn credential_entry(domain: &str, provider: &str) -> Result<keyring::Entry, BerthError> {
-    keyring_entry(&format!("{domain}/auth/{provider}"))
+/// The keyring account of `provider`'s credential.
+fn account(domain: &str, provider: &str) -> String {
+    format!("{domain}/auth/{provider}")
 }
 
 pub(crate) fn store_credential(
@@ -321,25 +318,17 @@ pub(crate) fn store_credential(
     provider: &str,
     secret: &Secret,
 ) -> Result<(), BerthError> {
-    credential_entry(domain, provider)?
-        .set_password(secret.expose())
-        .map_err(keyring_error)
+    keyring_write(&account(domain, provider), secret.expose())
 }
 
 fn credential_stored(domain: &str, provider: &str) -> bool {
-    credential_entry(domain, provider)
-        .ok()
-        .is_some_and(|e| e.get_password().map(Secret::new).is_ok())
+    keyring_read(&account(domain, provider)).is_ok_and(|v| v.is_some())
 }
 
 impl Auth {
     /// The stored credential of `provider` (the `Auth` JSON), for the plugin's `auth.loader`
     /// and for tests. Never log it.
     pub fn stored_credential(&self, provider: &str) -> Result<Option<Secret>, BerthError> {
-        match credential_entry(self.core.domain(), provider)?.get_password() {
-            Ok(p) => Ok(Some(Secret::new(p))),
-            Err(keyring::Error::NoEntry) => Ok(None),
-            Err(e) => Err(keyring_error(e)),
-        }
+        keyring_read(&account(self.core.domain(), provider))
     }
 }

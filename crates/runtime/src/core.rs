@@ -57,10 +57,10 @@ pub fn default_data_dir(env: &OpencodeEnv) -> PathBuf {
     env.data_home().join("berth")
 }
 
-/// What the status owner does when something below it changed.
 /// How long a publish for this process's own commits waits for more of them.
 const SOON: std::time::Duration = std::time::Duration::from_millis(25);
 
+/// What the status owner does when something below it changed.
 pub(crate) trait Publisher: Send + Sync {
     /// Re-reads everything and publishes the snapshot if it changed.
     fn rescan(&self);

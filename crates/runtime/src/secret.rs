@@ -14,12 +14,37 @@ use crate::error::{code, BerthError};
 const KEYRING_SERVICE: &str = "berth";
 
 /// Berth's OS keyring entry `account` (e.g. `{domain}/auth/{provider}`).
-pub(crate) fn keyring_entry(account: &str) -> Result<keyring::Entry, BerthError> {
+fn keyring_entry(account: &str) -> Result<keyring::Entry, BerthError> {
     keyring::Entry::new(KEYRING_SERVICE, account).map_err(keyring_error)
 }
 
+/// The value kept under `account`, if any.
+pub(crate) fn keyring_read(account: &str) -> Result<Option<Secret>, BerthError> {
+    match keyring_entry(account)?.get_password() {
+        Ok(v) => Ok(Some(Secret::new(v))),
+        Err(keyring::Error::NoEntry) => Ok(None),
+        Err(e) => Err(keyring_error(e)),
+    }
+}
+
+/// Keeps `value` under `account`.
+pub(crate) fn keyring_write(account: &str, value: &str) -> Result<(), BerthError> {
+    keyring_entry(account)?
+        .set_password(value)
+        .map_err(keyring_error)
+}
+
+/// Forgets what is kept under `account`; whether there was something.
+pub(crate) fn keyring_delete(account: &str) -> Result<bool, BerthError> {
+    match keyring_entry(account)?.delete_credential() {
+        Ok(()) => Ok(true),
+        Err(keyring::Error::NoEntry) => Ok(false),
+        Err(e) => Err(keyring_error(e)),
+    }
+}
+
 /// A keyring refusal as Berth's error (never with the value).
-pub(crate) fn keyring_error(e: keyring::Error) -> BerthError {
+fn keyring_error(e: keyring::Error) -> BerthError {
     BerthError::new(
         code::TEMPORARILY_UNAVAILABLE,
         "keyring",

@@ -20,8 +20,8 @@ pub(crate) fn dir(data_dir: &Path) -> PathBuf {
     data_dir.join("signals")
 }
 
-/// This process's signal file.
-fn own(data_dir: &Path) -> PathBuf {
+/// This process's signal file (its change is no news to this process's watcher).
+pub(crate) fn own(data_dir: &Path) -> PathBuf {
     dir(data_dir).join(std::process::id().to_string())
 }
 
@@ -79,15 +79,10 @@ impl Signal {
         }
     }
 
-    /// Makes the touch a throttle skipped.
+    /// Makes the touch the throttle skipped, if one is owed.
     pub(crate) fn settle(&self) {
         if self.owed.swap(false, Ordering::SeqCst) {
             self.touch();
         }
     }
-}
-
-/// Whether `path` is this process's own signal file (its change is no news here).
-pub(crate) fn is_own(data_dir: &Path, path: &Path) -> bool {
-    path == own(data_dir)
 }

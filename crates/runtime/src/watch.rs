@@ -45,11 +45,11 @@ enum Msg {
 pub fn watch(berth: Berth) -> notify::Result<WatchHandle> {
     let (tx, rx) = mpsc::channel::<Msg>();
     let fs_tx = tx.clone();
-    let data_dir = berth.options().data_dir.clone();
+    let own_signal = crate::signals::own(&berth.options().data_dir);
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(mut ev) = res {
             // This process's own signal is no news to it (`signals`).
-            ev.paths.retain(|p| !crate::signals::is_own(&data_dir, p));
+            ev.paths.retain(|p| p != &own_signal);
             if ev.paths.is_empty() {
                 return;
             }

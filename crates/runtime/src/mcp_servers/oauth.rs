@@ -16,7 +16,7 @@ use berth_mcp_client::{OAuth, SignIn, TokenVault};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::error::{code, BerthError};
-use crate::secret::{keyring_entry, Secret};
+use crate::secret::{keyring_delete, keyring_read, keyring_write};
 
 /// How long a sign-in waits for the browser to come back.
 pub(crate) const SIGN_IN_WAIT: Duration = Duration::from_secs(300);
@@ -39,25 +39,19 @@ fn account(domain: &str, url: &str) -> String {
 
 impl TokenVault for KeyringVault {
     fn load(&self) -> Result<Option<String>, String> {
-        let entry = keyring_entry(&self.account).map_err(|e| e.message)?;
-        match entry.get_password() {
-            Ok(v) => Ok(Some(v)),
-            Err(keyring::Error::NoEntry) => Ok(None),
-            Err(e) => Err(e.to_string()),
-        }
+        keyring_read(&self.account)
+            .map(|v| v.map(|s| s.expose().to_string()))
+            .map_err(|e| e.message)
     }
 
     fn save(&self, value: &str) -> Result<(), String> {
-        let entry = keyring_entry(&self.account).map_err(|e| e.message)?;
-        entry.set_password(value).map_err(|e| e.to_string())
+        keyring_write(&self.account, value).map_err(|e| e.message)
     }
 
     fn clear(&self) -> Result<(), String> {
-        let entry = keyring_entry(&self.account).map_err(|e| e.message)?;
-        match entry.delete_credential() {
-            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
-            Err(e) => Err(e.to_string()),
-        }
+        keyring_delete(&self.account)
+            .map(|_| ())
+            .map_err(|e| e.message)
     }
 }
 
@@ -91,18 +85,12 @@ pub(crate) fn oauth_for(domain: &str, url: &str, config: &McpOAuth) -> Option<OA
 
 /// Whether the keyring holds a sign-in for the server at `url`.
 pub(crate) fn signed_in(domain: &str, url: &str) -> bool {
-    keyring_entry(&account(domain, url))
-        .ok()
-        .is_some_and(|e| e.get_password().map(Secret::new).is_ok())
+    keyring_read(&account(domain, url)).is_ok_and(|v| v.is_some())
 }
 
 /// Forgets the sign-in for the server at `url`. Returns whether there was one.
 pub(crate) fn sign_out(domain: &str, url: &str) -> Result<bool, BerthError> {
-    match keyring_entry(&account(domain, url))?.delete_credential() {
-        Ok(()) => Ok(true),
-        Err(keyring::Error::NoEntry) => Ok(false),
-        Err(e) => Err(crate::secret::keyring_error(e)),
-    }
+    keyring_delete(&account(domain, url))
 }
 
 /// Signs in to MCP server `server` at `url`: a loopback listener is opened, the provider's

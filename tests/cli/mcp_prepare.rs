@@ -207,3 +207,111 @@ fn a_prepared_package_changed_afterwards_is_refused_and_none_of_it_runs() {
     assert_ne!(code, 0);
     assert!(!marker.exists(), "the changed bytes ran");
 }
+
+/// A prepared server updates and rolls back like an npm plugin: each prepared install that ran
+/// is an execution version; `berth update` prepares the newest version the launcher's spec
+/// allows (the one that runs keeps its folder), `berth rollback` runs the exact earlier install
+/// again — and refuses one whose files changed since it ran.
+#[test]
+fn a_prepared_server_updates_and_rolls_back_to_the_exact_install_that_ran() {
+    let s = Sandbox::new();
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fetched": { "type": "local", "command": ["npx", "-y", "berth-mcp-fetched"] } } })
+            .to_string(),
+    );
+    let t = Setup {
+        s,
+        reg: Registry::start(&["berth-mcp-fetched@1.0.0"]),
+    };
+    let (_, v) = t.run(&["sources"]);
+    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+    // Not prepared yet: nothing to update from.
+    let (code, e) = t.run(&["update", &id]);
+    assert_ne!(code, 0);
+    assert_eq!(e["error"]["code"], "action-required", "{e}");
+    assert!(
+        e["error"]["recovery"].as_str().unwrap().contains("prepare"),
+        "{e}"
+    );
+    let (code, p) = t.run(&["prepare", &id]);
+    assert_eq!(code, 0, "{p}");
+    let first_program = p["prepared"]["program"][1].as_str().unwrap().to_string();
+    assert_eq!(t.run(&["approve", &id]).0, 0);
+    let where_ = |t: &Setup| {
+        let (code, r) = t.run(&["invoke", "fetched_where"]);
+        assert_eq!(code, 0, "{r}");
+        r["output"].as_str().unwrap().to_string()
+    };
+    assert_eq!(where_(&t), format!("{first_program} 1.0.0"));
+    let (_, vs) = t.run(&["versions", &id]);
+    let versions = vs["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{vs}");
+    assert_eq!(versions[0]["version"], "1.0.0");
+    assert_eq!(versions[0]["recoverable"], true, "{vs}");
+
+    // Nothing newer: up to date, nothing restarted.
+    let (code, u) = t.run(&["update", &id]);
+    assert_eq!(code, 0, "{u}");
+    assert_eq!(u["update"]["outcome"], "up-to-date", "{u}");
+
+    t.reg.publish("berth-mcp-fetched@1.1.0");
+    let (code, u) = t.run(&["update", &id]);
+    assert_eq!(code, 0, "{u}");
+    assert_eq!(
+        u["update"],
+        json!({ "outcome": "updated", "from": "1.0.0", "to": "1.1.0" })
+    );
+    let out = where_(&t);
+    assert!(out.ends_with(" 1.1.0"), "{out}");
+    assert_ne!(out, format!("{first_program} 1.1.0"), "a folder of its own");
+    let (_, st) = t.run(&["status"]);
+    assert_schema("status", &st);
+    let life = &st["sources"][0]["lifecycle"];
+    assert_eq!(life["prepared"]["version"], "1.1.0", "{life}");
+    assert_eq!(life["current"]["version"], "1.1.0", "{life}");
+    assert_eq!(
+        life["current"]["why"],
+        "updated from 1.0.0 to 1.1.0 (you asked for it)"
+    );
+    let earlier = life["history"][0]["id"].clone();
+    assert_eq!(life["history"][0]["version"], "1.0.0", "{life}");
+    assert_eq!(life["rollback_to"], earlier, "{life}");
+
+    let (code, r) = t.run(&["rollback", &id]);
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(
+        r["update"],
+        json!({ "outcome": "rolled-back", "from": "1.1.0", "to": "1.0.0" })
+    );
+    assert_eq!(
+        where_(&t),
+        format!("{first_program} 1.0.0"),
+        "the same install as before"
+    );
+
+    // Negative control: the 1.1.0 install is changed on disk; rolling forward to it is refused
+    // and the version that runs stays.
+    let (_, vs) = t.run(&["versions", &id]);
+    let newer = vs["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["version"] == "1.1.0")
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let newer_program = out.trim_end_matches(" 1.1.0").to_string();
+    std::fs::write(&newer_program, "process.exit(7)\n").unwrap();
+    let (code, e) = t.run(&["rollback", &id, "--to", &newer.to_string()]);
+    assert_ne!(code, 0, "{e}");
+    assert_eq!(e["error"]["code"], "action-required", "{e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not recoverable"),
+        "{e}"
+    );
+    assert_eq!(where_(&t), format!("{first_program} 1.0.0"));
+}

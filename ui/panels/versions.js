@@ -82,10 +82,24 @@ function renderPrepared(s, life) {
       el('div', { className: 'update-actions' }, [b]),
     ]);
   }
+  // Prepared: it updates and rolls back like an npm plugin (each prepared install that ran is a
+  // version, its exact files kept).
+  const history = p ? arr(life.history).map(obj) : [];
+  const actions = p ? el('div', { className: 'update-actions' }, [
+    button(id, 'update', 'Prepare the newest version', busy, {}, 'prepared-update'),
+    num(life.rollback_to) !== null
+      ? button(id, 'rollback', 'Roll back to the kept earlier version', busy, { to: num(life.rollback_to) }, 'update-rollback')
+      : null,
+  ]) : null;
   return el('section', { className: 'versions', testid: 'versions', dataset: { sourceId: id } }, [
     el('h3', { className: 'caps-title', text: 'Version' }),
     body,
-    entry && entry.phase === 'error' ? errorBox(entry.error, 'Could not prepare it: ', 'prepare-error') : null,
+    life.current && p ? el('p', { className: 'muted', testid: 'version-why', text: str(obj(life.current).why) }) : null,
+    actions,
+    entry && entry.phase === 'error'
+      ? errorBox(entry.error, p ? 'It did not happen: ' : 'Could not prepare it: ', p ? 'update-error' : 'prepare-error')
+      : null,
+    history.length ? renderHistory(id, history) : null,
   ]);
 }
 

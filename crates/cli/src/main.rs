@@ -159,15 +159,16 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
-    /// Update an npm plugin to the newest version its spec allows: prepared while the version
-    /// that runs keeps serving, then the old one stopped and the new one loaded. One that can
-    /// do more waits for `--approve-growth`.
+    /// Update an npm plugin (or an MCP server Berth prepared) to the newest version its spec
+    /// allows: prepared while the version that runs keeps serving, then the old one stopped and
+    /// the new one loaded. One that can do more waits for `--approve-growth`.
     Update {
         id: String,
         #[arg(long)]
         approve_growth: bool,
     },
-    /// Run an exact earlier version of an npm plugin again (default: the one before).
+    /// Run an exact earlier version of a plugin, tool file or prepared MCP server again
+    /// (default: the one before).
     Rollback {
         id: String,
         /// The execution version to run (its id in `berth versions`).
@@ -569,10 +570,16 @@ fn run(cli: Cli, out: &Out) -> Result<Outcome, BerthError> {
     Ok(Outcome::Ok)
 }
 
-/// Runs `fut` on a fresh two-thread runtime (one-shot commands).
+/// Runs `fut` on a fresh two-thread runtime (one-shot commands; `TOKIO_WORKER_THREADS`, tokio's
+/// own variable, sets another count).
 pub(crate) fn block_on<T>(fut: impl std::future::Future<Output = T>) -> Result<T, BerthError> {
+    let workers = std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(2);
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .map_err(|e| {

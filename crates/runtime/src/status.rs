@@ -254,7 +254,11 @@ impl Status {
                         store,
                         &o.data_dir,
                         &source,
-                        &key.backend,
+                        if src.kind == SourceKind::Mcp {
+                            crate::versions::MCP_BACKEND
+                        } else {
+                            key.backend.as_str()
+                        },
                         &policy,
                         progress.get(&source.id).cloned(),
                     );
@@ -537,6 +541,9 @@ fn lifecycle_of(
     let rollback_to = current
         .iter()
         .chain(history.iter())
+        // (For a prepared MCP server, the digest is its install's, never the entry's: the one
+        // that ran last is the one that runs.)
+        .filter(|v| !(v.current && backend == crate::versions::MCP_BACKEND))
         .find(|v| v.recoverable && v.digest != source.digest)
         .map(|v| v.id);
     crate::snapshot::Lifecycle {

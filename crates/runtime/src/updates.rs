@@ -28,6 +28,8 @@ use crate::governor::Governor;
 use crate::snapshot::UpdateProgress;
 use crate::status::Status;
 
+mod mcp;
+
 /// What the registry offers for one npm plugin, as last checked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Offer {
@@ -200,6 +202,9 @@ impl Updates {
     /// Updates `id` to the newest version its spec allows now. `approve_growth`: the person saw
     /// what the new version can do beyond the one that runs, and allows it.
     pub async fn update(&self, id: &str, approve_growth: bool) -> Result<Outcome, BerthError> {
+        if let Some(server) = self.mcp_source(id) {
+            return self.update_mcp(&server).await;
+        }
         self.update_because(id, approve_growth, Asked::Person).await
     }
 
@@ -360,6 +365,9 @@ impl Updates {
     /// Runs the exact version `to` (an execution version's id; the one before the current with
     /// `None`) of `id` again, if its bytes are still there as they ran.
     pub async fn rollback(&self, id: &str, to: Option<i64>) -> Result<Outcome, BerthError> {
+        if let Some(server) = self.mcp_source(id) {
+            return self.rollback_mcp(&server, to).await;
+        }
         let local = self.core.fresh_scan().sources.into_iter().find(|s| {
             s.id == id && matches!(s.kind, SourceKind::FilePlugin | SourceKind::StandaloneTool)
         });
@@ -714,7 +722,17 @@ impl Updates {
 
     /// Every version of source `id` that ran here, the current first, with whole records.
     pub fn versions(&self, id: &str) -> Result<Vec<crate::versions::VersionView>, BerthError> {
-        let backend = approval::backend_name(approval::backend_for(&self.core.runtimes()));
+        let mcp = self
+            .core
+            .status()
+            .sources
+            .iter()
+            .any(|s| s.id == id && s.kind == SourceKind::Mcp);
+        let backend = if mcp {
+            crate::versions::MCP_BACKEND
+        } else {
+            approval::backend_name(approval::backend_for(&self.core.runtimes()))
+        };
         let rows = self
             .core
             .with_store(|s| s.execution_versions(id, backend, 1000))?;

@@ -92,6 +92,33 @@ pub fn record(
     })
 }
 
+/// The backend name MCP servers' execution versions are recorded under (a prepared server
+/// runs with Node, outside any plugin host).
+pub const MCP_BACKEND: &str = "mcp";
+
+/// The facts of a prepared MCP server's version (`berth prepare`): the package, its exact
+/// version and integrity, the program that runs, and the install kept as it was prepared (its
+/// file list), so that a rollback runs exactly that install again.
+pub fn record_prepared_mcp(prepared: &berth_store::McpPrepared) -> Value {
+    let install = Path::new(&prepared.install);
+    json!({
+        "kind": "mcp-prepared",
+        "prepared": prepared,
+        "entries": [prepared.program.join(" ")],
+        "packages": packages_of(install),
+        "native_modules": native_modules(install),
+        "backend": { "name": "node" },
+        "platform": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+        "content_digest": prepared.list_digest,
+        "retained": {
+            "kind": "npm",
+            "install": prepared.install,
+            "file_list": prepared.list_digest,
+        },
+    })
+}
+
 /// The npm configuration files that would shape an install for this source (the user's
 /// `~/.npmrc`, the config folder's `.npmrc`) by digest — never their contents, which may hold
 /// tokens — and the names of `npm_config_*` variables set.

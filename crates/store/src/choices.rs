@@ -6,7 +6,7 @@
 //! does) or what runs (the runtime does).
 
 use rusqlite::params;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Store, StoreError};
 
@@ -99,8 +99,9 @@ impl Store {
     }
 }
 
-/// An MCP server's package Berth prepared in place of its fetch-and-run launcher.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// An MCP server's package Berth prepared in place of its fetch-and-run launcher (kept in its
+/// execution version's record too, so that a rollback can run it again).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpPrepared {
     pub source_id: String,
     /// The entry's digest when it was prepared: another entry runs as written.

@@ -24,6 +24,14 @@ impl Catalog {
         act: &mut Activation,
     ) {
         let id = source.id.clone();
+        // Prepared by the person in place of its fetch-and-run launcher: what was prepared
+        // runs, for the entry as it was then.
+        let prepared = self
+            .core
+            .with_store(|s| s.mcp_prepared(&id))
+            .ok()
+            .flatten()
+            .filter(|p| p.config_digest == source.digest);
         let connected = match berth_discovery::mcp::target_of(graph, source) {
             None => Err(BerthError::new(
                 code::ACTION_REQUIRED,
@@ -35,14 +43,6 @@ impl Catalog {
                 "fix its entry in the config",
             )),
             Some(target) => {
-                // Prepared by the person in place of its fetch-and-run launcher: what was
-                // prepared runs, for the entry as it was then.
-                let prepared = self
-                    .core
-                    .with_store(|s| s.mcp_prepared(&id))
-                    .ok()
-                    .flatten()
-                    .filter(|p| p.config_digest == source.digest);
                 let checked = match &prepared {
                     Some(p) => {
                         let p = p.clone();
@@ -84,6 +84,9 @@ impl Catalog {
                 }
             }
         };
+        if let (Ok(_), Some(p)) = (&connected, &prepared) {
+            self.record_prepared_run(p);
+        }
         let host = HostKey::shared(backend);
         let mut cat = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match connected {

@@ -1,8 +1,10 @@
 //! The catalog's side of preparing an MCP server's package (`mcp_servers::prepared`): the
-//! person's request (`berth prepare`, the page) carried out off the async workers, recorded,
-//! and the server connected again from what was prepared.
+//! person's request (`berth prepare`, `berth update`, the page) carried out off the async
+//! workers, recorded, and the server connected again from what was prepared; and each prepared
+//! install that runs recorded as an execution version (so it can be rolled back to).
 //!
-//! Owns: `Catalog::prepare_mcp`. Must not: install anything itself (`deps` does, scripts off).
+//! Owns: `Catalog::prepare_mcp`, `Catalog::switch_mcp` and the record of what ran. Must not:
+//! install anything itself (`deps` does, scripts off) or decide which version should run.
 
 use crate::error::{code, BerthError};
 use crate::mcp_servers::prepared;
@@ -60,11 +62,69 @@ impl Catalog {
                 "retry",
             )
         })??;
-        self.core.with_store(|s| s.set_mcp_prepared(&done))?;
-        // The next connection runs what was prepared.
-        self.mcp.disconnect(&[id.to_string()]).await;
+        let before = self.core.with_store(|s| s.mcp_prepared(id))?;
+        let same = |b: &berth_store::McpPrepared| {
+            (&b.config_digest, &b.install, &b.list_digest, &b.program)
+                == (
+                    &done.config_digest,
+                    &done.install,
+                    &done.list_digest,
+                    &done.program,
+                )
+        };
+        if before.as_ref().is_some_and(same) {
+            // The newest version is the one prepared already: nothing to change or restart.
+            return Ok(before.unwrap_or(done));
+        }
+        let why = match before.filter(|b| b.config_digest == done.config_digest) {
+            Some(b) => format!(
+                "updated from {} to {} (you asked for it)",
+                b.version, done.version
+            ),
+            None => "prepared by Berth in place of its launcher (you asked for it)".to_string(),
+        };
+        self.switch_mcp(&done, why).await?;
+        Ok(done)
+    }
+
+    /// Runs `prepared` for its source from now on, because of `why`: recorded, the server
+    /// stopped and connected again from it (checked against its file list first).
+    pub(crate) async fn switch_mcp(
+        &self,
+        prepared: &berth_store::McpPrepared,
+        why: String,
+    ) -> Result<(), BerthError> {
+        let id = prepared.source_id.clone();
+        self.core.with_store(|s| s.set_mcp_prepared(prepared))?;
+        self.state().reasons.insert(id.clone(), why);
+        self.mcp.disconnect(std::slice::from_ref(&id)).await;
         self.activate().await;
         self.core.rescan();
-        Ok(done)
+        Ok(())
+    }
+
+    /// Notes that the prepared install of `p` runs now (a new execution version for an install
+    /// never run here; else the known one's time and count).
+    pub(super) fn record_prepared_run(&self, p: &berth_store::McpPrepared) {
+        let reason = self.state().reasons.remove(&p.source_id);
+        let backend = crate::versions::MCP_BACKEND;
+        let _ = self.core.with_store(|store| {
+            let current = store
+                .execution_versions(&p.source_id, backend, 1)?
+                .into_iter()
+                .next();
+            let why = reason.unwrap_or_else(|| match &current {
+                Some(c) if c.digest == p.list_digest => c.why.clone(),
+                _ => "prepared by Berth in place of its launcher".to_string(),
+            });
+            store.record_execution(
+                &p.source_id,
+                backend,
+                &p.list_digest,
+                Some(&p.version),
+                &crate::versions::record_prepared_mcp(p),
+                &why,
+            )
+        });
     }
 }

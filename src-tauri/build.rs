@@ -18,6 +18,7 @@ fn main() {
             "prepare",
             "mcp_sign_in",
             "mcp_sign_out",
+            "open_folder",
         ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

@@ -5,16 +5,22 @@
 import { el } from './dom.js';
 import { arr, obj, str, plural, severity } from './words.js';
 
+/** A diagnostic that records an intended difference from OpenCode (a ledger row): a note. */
+export const isNote = (d) => !!str(obj(d).ledger);
+
 export function renderDiagnostics(diags) {
   return el('ul', { className: 'diags' }, arr(diags).map((d) => {
     const diag = obj(d);
-    const sev = severity(diag.code);
+    const note = isNote(diag);
+    const sev = note ? 'note' : severity(diag.code);
     return el('li', {
       className: 'diag diag-' + sev,
       testid: 'diagnostic',
       dataset: { code: str(diag.code), severity: sev },
     }, [
-      el('span', { className: 'diag-code', text: str(diag.code) || 'problem' }),
+      note
+        ? el('span', { className: 'diag-code', title: 'Where Berth differs from OpenCode on purpose: row ' + str(diag.ledger) + ' of the deviations ledger', text: 'Note' })
+        : el('span', { className: 'diag-code', text: str(diag.code) || 'problem' }),
       el('div', { className: 'diag-body' }, [
         el('p', { className: 'diag-message', text: str(diag.message) }),
         diag.recovery
@@ -31,7 +37,10 @@ export function renderDiagnostics(diags) {
   }));
 }
 
-export function problemPill(diags) {
+/** How many problems a card has (its notes are not problems); nothing when it has none. */
+export function problemPill(all) {
+  const diags = arr(all).filter((d) => !isNote(d));
+  if (!diags.length) return null;
   const sevs = diags.map((d) => severity(obj(d).code));
   const sev = sevs.includes('error') ? 'error' : sevs.includes('warning') ? 'warning' : 'info';
   return el('span', {

@@ -33,6 +33,8 @@ export let sendLifecycle = null;
 // browser opens on the provider's page; the snapshots show how it ends) or is forgotten.
 // Rejects with {code, message, recovery}. Set by the transport in use.
 export let sendSignIn = null;
+// (folder) => Promise<{opened: path}>: 'logs' or 'config', opened in the file manager.
+export let sendOpenFolder = null;
 
 /** An error from either transport as {code, message, recovery}. */
 export function describeError(err) {
@@ -94,6 +96,7 @@ function startTauri(tauri, page) {
     return tauri.core.invoke('rollback', { source, to: o.to ?? null });
   };
   sendSignIn = (action, source) => tauri.core.invoke(action === 'sign-in' ? 'mcp_sign_in' : 'mcp_sign_out', { source });
+  sendOpenFolder = (folder) => tauri.core.invoke('open_folder', { folder });
   // Listen first, then ask: no change can fall between the two.
   Promise.resolve(tauri.event.listen('status-changed', (e) => {
     const payload = obj(e && e.payload);
@@ -140,6 +143,7 @@ function startWeb(page) {
     return webPost(token, 'rollback', { source, to: o.to ?? null }).then((b) => obj(b).update);
   };
   sendSignIn = (action, source) => webPost(token, action === 'sign-in' ? 'mcp-sign-in' : 'mcp-sign-out', { source });
+  sendOpenFolder = (folder) => webPost(token, 'open-folder', { folder });
   page.setLive('connecting');
 
   fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })

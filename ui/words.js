@@ -95,7 +95,14 @@ export const isAsking = (s) => obj(s).state === 'pending-approval' || obj(s).sta
 export function sourceName(s) {
   const k = str(s.kind);
   // An npm plugin by its package (its entry file's path changes with every version prepared).
-  if (k === 'npm-plugin') return str(obj(s.npm).name) || str(s.spec) || str(s.entry) || str(s.id);
+  if (k === 'npm-plugin') {
+    const npm = obj(s.npm);
+    // The version that runs, else the one asked for (not a bare `latest`).
+    const request = str(npm.request);
+    const version = str(obj(npm.resolved).version) || (request !== 'latest' && request !== str(npm.name) ? request : '');
+    if (npm.name) return str(npm.name) + (version ? ' ' + version : '');
+    return str(s.spec) || str(s.entry) || str(s.id);
+  }
   if (category(s) === 'mcp') return str(s.entry) || str(s.spec) || str(s.id);
   const tools = arr(obj(s.capabilities).tools);
   if (isTool(s) && tools.length === 1) return str(tools[0]);
@@ -103,6 +110,18 @@ export function sourceName(s) {
 }
 
 export const BACKENDS = { bun: 'Bun', node: 'Node.js' };
+
+/**
+ * An execution domain (`host/uid-N`) in words: "this computer (host), as root" — every domain
+ * Berth makes today is the computer it runs on.
+ */
+export function domainWords(domain) {
+  const d = str(domain);
+  const m = /^(.*)\/uid-(\d+)$/.exec(d);
+  if (!m) return d || 'this computer';
+  const who = m[2] === '0' ? 'as root' : 'as user ' + m[2];
+  return 'this computer' + (m[1] ? ' (' + m[1] + ')' : '') + ', ' + who;
+}
 
 /**
  * The step of an npm plugin's two approvals (`approval.step`, "1 of 2: …"): { n, of, text },

@@ -168,6 +168,27 @@ async fn mcp_sign_out(
     berth.inner().clone().mcp_sign_out(&source).await
 }
 
+/// Opens Berth's log folder (`logs`) or the global config folder (`config`) in the file
+/// manager; the folder opened.
+#[tauri::command]
+async fn open_folder(
+    berth: tauri::State<'_, Berth>,
+    folder: String,
+) -> Result<std::path::PathBuf, BerthError> {
+    let berth = berth.inner().clone();
+    let folder = berth_runtime::folders::Folder::parse(&folder)?;
+    tauri::async_runtime::spawn_blocking(move || berth_runtime::folders::open(&berth, folder))
+        .await
+        .map_err(|e| {
+            BerthError::new(
+                berth_runtime::code::TEMPORARILY_UNAVAILABLE,
+                "open folder",
+                e.to_string(),
+                "retry",
+            )
+        })?
+}
+
 /// Manual resume of paused plugin hosts; the backends that were paused.
 #[tauri::command]
 async fn resume(berth: tauri::State<'_, Berth>) -> Result<Vec<String>, BerthError> {
@@ -275,7 +296,8 @@ pub fn run() {
             choose,
             prepare,
             mcp_sign_in,
-            mcp_sign_out
+            mcp_sign_out,
+            open_folder
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

@@ -96,9 +96,13 @@ describe("approval panel against the real server", () => {
       assert.equal(await panel.getByTestId("source-origin").innerText(), s.origin)
       assert.equal(await panel.getByTestId("source-entry").innerText(), s.entry)
       const runs = await panel.getByTestId("approval-runs").innerText()
-      assert.ok(runs.includes(s.approval.domain), runs)
+      // The execution domain reads as words (its id stays in the title).
+      const [host, uid] = s.approval.domain.split("/uid-")
+      assert.ok(runs.includes(`this computer (${host}), as ${uid === "0" ? "root" : "user " + uid}`), runs)
+      assert.ok(!runs.includes("/uid-"), runs)
+      assert.equal(await panel.getByTestId("approval-domain").getAttribute("title"), `The execution domain this decision applies to: ${s.approval.domain}`)
       assert.match(runs, s.approval.backend === "bun" ? /^Bun on / : /^Node\.js on /)
-      assert.match(runs, /with your user.s rights/)
+      assert.match(runs, /with that user.s rights/)
       for (const line of s.capabilities.summary) assert.ok(text.includes(line), `${s.id}: ${line}`)
       assert.match(await panel.getByTestId("approval-note").innerText(), /your user.s rights[^]*cannot undo side effects/)
       assert.equal(await panel.getByTestId("approval-grew").count(), 0, "nothing grew before any approval")
@@ -408,6 +412,8 @@ describe("an npm plugin's two steps against the real server", () => {
     assert.equal(await panel.getAttribute("data-variant"), "fetch")
     assert.equal(await panel.getByTestId("approval-step").textContent(), `Step ${npm.approval.step}`)
     assert.equal(await row().getByTestId("state").innerText(), "Waiting for approval (1 of 2)")
+    // Its title is its package and version, not the path of an entry file.
+    assert.equal(await row().getByTestId("source-name").innerText(), "opencode-wakatime 1.3.9")
     assert.match(await panel.innerText(), /Allow Berth to fetch this plugin\?/)
     assert.deepEqual(
       await row().locator("button[data-action]").evaluateAll((bs) => bs.map((b) => [b.dataset.action, b.textContent])),

@@ -4,7 +4,7 @@
 
 import { el } from '../dom.js';
 import {
-  arr, obj, str, num, kindLabel, category, isTool, scopeLabel, sourceName, approvalStep, BACKENDS, whenText,
+  arr, obj, str, num, kindLabel, category, isTool, scopeLabel, sourceName, approvalStep, BACKENDS, whenText, domainWords,
 } from '../words.js';
 import { rerender } from '../page.js';
 import { focusIn } from '../focus.js';
@@ -58,8 +58,8 @@ function runsWhere(approval) {
   return [
     el('strong', { text: BACKENDS[backend] || backend || 'its runtime' }),
     ' on ',
-    el('span', { className: 'mono', title: 'host/user this decision applies to', text: str(approval.domain) || 'this computer' }),
-    ', with your user\u2019s rights',
+    el('span', { testid: 'approval-domain', title: 'The execution domain this decision applies to: ' + str(approval.domain), text: domainWords(approval.domain) }),
+    ', with that user\u2019s rights',
   ];
 }
 

@@ -1,8 +1,10 @@
 // What Berth found on this computer. Owns: the config folders and files it looked at, and the
-// JavaScript runtimes. Must not: keep state or talk to Berth.
+// JavaScript runtimes (with the buttons that open Berth's folders, from folders.js). Must not:
+// keep state or talk to Berth.
 
 import { el, details } from '../dom.js';
 import { arr, obj, str, scopeLabel } from '../words.js';
+import { renderFolders } from './folders.js';
 
 export function renderLookedAt(snap, empty) {
   const dirs = arr(snap.config_dirs).map(obj);
@@ -27,6 +29,7 @@ export function renderLookedAt(snap, empty) {
 
   return el('section', { className: 'panel looked-panel', testid: 'config-section' }, [
     el('h2', { className: 'section-title', text: 'Where Berth looked' }),
+    renderFolders(),
     dirsBlock,
     filesBlock,
   ]);

@@ -129,7 +129,7 @@ function renderSource(s, pos) {
         text: order !== null ? order + 1 : pos + 1,
       }),
       el('div', { className: 'source-title' }, [
-        el('h3', { className: 'source-name', text: sourceName(s) }),
+        el('h3', { className: 'source-name', testid: 'source-name', text: sourceName(s) }),
         el('p', { className: 'source-sub' }, [
           el('span', { className: 'kind', text: kindLabel(s.kind) }),
           el('span', { className: 'sep', text: '·', attrs: { 'aria-hidden': 'true' } }),

@@ -501,7 +501,8 @@ fn dedupe(origins: Vec<PluginOrigin>) -> Vec<PluginOrigin> {
                     format!("OpenCode 1.18.4 does not load `{name}` (unsupported there: the feature is built in); Berth has no built-in equivalent and loads it like any plugin once you approve it (deviations ledger D-005)"),
                     "approve it to use it in Berth, or remove the entry if you only use OpenCode's built-in login",
                 )
-                .at(chosen.source.clone()),
+                .at(chosen.source.clone())
+                .ledger("D-005"),
             );
         }
         kept.push(chosen);

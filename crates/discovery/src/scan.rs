@@ -331,7 +331,7 @@ impl Scanner {
                         "unsupported",
                         "this file is both configured with options and found in a plugins folder; OpenCode 1.18.4 drops the options, Berth keeps them (deviations ledger D-003)",
                         "remove one of the two entries to make the intent explicit",
-                    ));
+                    ).ledger("D-003"));
                 }
                 let entry_text = entry.as_deref().unwrap_or(path).display().to_string();
                 finish(

@@ -64,6 +64,10 @@ pub struct Diagnostic {
     pub recovery: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
+    /// The deviations ledger row this records (`D-003`): an intended difference from OpenCode,
+    /// a note on a source that works, not a problem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ledger: Option<&'static str>,
 }
 
 impl Diagnostic {
@@ -77,7 +81,14 @@ impl Diagnostic {
             message: message.into(),
             recovery: recovery.into(),
             path: None,
+            ledger: None,
         }
+    }
+
+    /// Marks it as the note of deviations ledger row `row`.
+    pub fn ledger(mut self, row: &'static str) -> Self {
+        self.ledger = Some(row);
+        self
     }
 
     pub fn at(mut self, path: impl Into<PathBuf>) -> Self {

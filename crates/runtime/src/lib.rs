@@ -22,6 +22,7 @@ pub mod catalog;
 mod core;
 mod decisions;
 pub mod deps;
+pub mod folders;
 mod governor;
 mod integrity;
 pub mod logging;

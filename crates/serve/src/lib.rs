@@ -64,6 +64,7 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui_file!("panels/calls.js", JS),
     ui_file!("panels/hosts.js", JS),
     ui_file!("panels/environment.js", JS),
+    ui_file!("panels/folders.js", JS),
 ];
 const HTML: &str = "text/html; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
@@ -167,6 +168,7 @@ impl Server {
             .route("/api/prepare", axum::routing::post(prepare))
             .route("/api/mcp-sign-in", axum::routing::post(mcp_sign_in))
             .route("/api/mcp-sign-out", axum::routing::post(mcp_sign_out))
+            .route("/api/open-folder", axum::routing::post(open_folder))
             .route_layer(middleware::from_fn_with_state(
                 self.state.clone(),
                 require_token,
@@ -551,6 +553,34 @@ async fn mcp_sign_out(State(s): State<AppState>, body: axum::body::Bytes) -> Res
             .await
             .map(|d| serde_json::json!({ "signed_out": d })),
     )
+}
+
+/// Opens Berth's log folder or the global config folder in the file manager:
+/// `{"folder": "logs"|"config"}` → `{"opened": path}` (a name, never a path, is accepted).
+async fn open_folder(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        folder: String,
+    }
+    let body: Body = match parse_body(&body, "{\"folder\": ..}", "{\"folder\": \"logs\"}") {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let berth = s.berth.clone();
+    let opened = tokio::task::spawn_blocking(move || {
+        let folder = berth_runtime::folders::Folder::parse(&body.folder)?;
+        berth_runtime::folders::open(&berth, folder)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(BerthError::new(
+            berth_runtime::code::TEMPORARILY_UNAVAILABLE,
+            "open folder",
+            e.to_string(),
+            "retry",
+        ))
+    });
+    answer(opened.map(|p| serde_json::json!({ "opened": p })))
 }
 
 /// Updates one npm plugin (as `berth update`): `{"source": id, "approve_growth"?: bool}` →

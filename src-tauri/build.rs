@@ -19,6 +19,8 @@ fn main() {
             "mcp_sign_in",
             "mcp_sign_out",
             "open_folder",
+            "invoke_tool",
+            "cancel_call",
         ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

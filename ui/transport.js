@@ -35,6 +35,11 @@ export let sendLifecycle = null;
 export let sendSignIn = null;
 // (folder) => Promise<{opened: path}>: 'logs' or 'config', opened in the file manager.
 export let sendOpenFolder = null;
+// (tool, args, call) => Promise<receipt>: one real call through Berth's full path; `call` is
+// this page's id for it, which sendCancel(call) cancels while it runs. Rejects with {code,
+// message, recovery} when the call could not run at all.
+export let sendInvoke = null;
+export let sendCancel = null;
 
 /** An error from either transport as {code, message, recovery}. */
 export function describeError(err) {
@@ -97,6 +102,8 @@ function startTauri(tauri, page) {
   };
   sendSignIn = (action, source) => tauri.core.invoke(action === 'sign-in' ? 'mcp_sign_in' : 'mcp_sign_out', { source });
   sendOpenFolder = (folder) => tauri.core.invoke('open_folder', { folder });
+  sendInvoke = (tool, args, call) => tauri.core.invoke('invoke_tool', { tool, args, call });
+  sendCancel = (call) => tauri.core.invoke('cancel_call', { call });
   // Listen first, then ask: no change can fall between the two.
   Promise.resolve(tauri.event.listen('status-changed', (e) => {
     const payload = obj(e && e.payload);
@@ -144,6 +151,8 @@ function startWeb(page) {
   };
   sendSignIn = (action, source) => webPost(token, action === 'sign-in' ? 'mcp-sign-in' : 'mcp-sign-out', { source });
   sendOpenFolder = (folder) => webPost(token, 'open-folder', { folder });
+  sendInvoke = (tool, args, call) => webPost(token, 'invoke', { tool, args, call });
+  sendCancel = (call) => webPost(token, 'cancel', { call });
   page.setLive('connecting');
 
   fetch('/api/status', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' })

@@ -189,6 +189,35 @@ async fn open_folder(
         })?
 }
 
+/// "Try it": one call of `tool` through the full path (hooks, permission prompts, a receipt),
+/// under the window's id `call` for `cancel_call`; the receipt as stored.
+#[tauri::command]
+async fn invoke_tool(
+    berth: tauri::State<'_, Berth>,
+    calls: tauri::State<'_, berth_runtime::front_calls::FrontCalls>,
+    tool: String,
+    args: serde_json::Value,
+    call: Option<String>,
+) -> Result<berth_runtime::Receipt, BerthError> {
+    let berth = berth.inner().clone();
+    let (control, _running) = calls.start(call.as_deref());
+    let args = if args.is_null() {
+        serde_json::json!({})
+    } else {
+        args
+    };
+    berth.invoke(&tool, args, None, None, control).await
+}
+
+/// Cancels the window's call `call`; false when it had ended.
+#[tauri::command]
+fn cancel_call(
+    calls: tauri::State<'_, berth_runtime::front_calls::FrontCalls>,
+    call: String,
+) -> bool {
+    calls.cancel(&call)
+}
+
 /// Manual resume of paused plugin hosts; the backends that were paused.
 #[tauri::command]
 async fn resume(berth: tauri::State<'_, Berth>) -> Result<Vec<String>, BerthError> {
@@ -282,6 +311,7 @@ pub fn run() {
 
     tauri::Builder::default()
         .manage(berth.clone())
+        .manage(berth_runtime::front_calls::FrontCalls::default())
         .invoke_handler(tauri::generate_handler![
             status,
             approve,
@@ -297,7 +327,9 @@ pub fn run() {
             prepare,
             mcp_sign_in,
             mcp_sign_out,
-            open_folder
+            open_folder,
+            invoke_tool,
+            cancel_call
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

@@ -36,6 +36,13 @@ SH
 chmod +x "$SCRATCH/browser.sh"
 export BROWSER="$SCRATCH/browser.sh"
 
+# The desktop's opener for "Open log folder": it writes down the folder it was given, as a file
+# manager the person has not looked at yet.
+mkdir -p "$SCRATCH/bin"
+printf '#!/bin/sh\necho "$1" >> "%s"\n' "$SCRATCH/opened.txt" >"$SCRATCH/bin/xdg-open"
+chmod +x "$SCRATCH/bin/xdg-open"
+export PATH="$SCRATCH/bin:$PATH" OPENED_FILE="$SCRATCH/opened.txt"
+
 tauri-driver --port "$PORT" >"$SCRATCH/driver.log" 2>&1 &
 DRIVER_PID=$!
 for _ in $(seq 1 100); do

@@ -4,11 +4,12 @@
 // plugin file appears (the Tauri event path, no reload), on a tool conflict chosen in the window
 // (checked with the CLI on the same store), and on the update controls updating a real npm
 // plugin from a registry on loopback (the script starts it; REGISTRY_URL), and on a sign-in to
-// a remote MCP server from the window (the script's $BROWSER follows the provider's page).
+// a remote MCP server from the window (the script's $BROWSER follows the provider's page), and
+// on "Open log folder" reaching the desktop's opener (the script's `xdg-open` on PATH).
 import { execFileSync, spawn } from "node:child_process"
 import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 
 const [app, port, home, project, dataDir] = process.argv.slice(2)
@@ -250,6 +251,18 @@ try {
     } finally {
       fixture.kill()
     }
+  })
+
+  await test("Open log folder in the real window hands Berth's log folder to the desktop", async () => {
+    await waitFor(session, "return !!document.querySelector('[data-testid=open-folder-logs]')", "the Open log folder button")
+    await wd("POST", `/session/${session}/execute/sync`, { script: "document.querySelector('[data-testid=open-folder-logs]').click(); return true", args: [] })
+    await waitFor(session, "return !!document.querySelector('[data-testid=folder-opened]')", "the window to say it opened the folder")
+    const deadline = Date.now() + 10_000
+    let opened = ""
+    while (Date.now() < deadline && !(opened = existsSync(process.env.OPENED_FILE) ? readFileSync(process.env.OPENED_FILE, "utf8").trim() : "")) {
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    if (opened !== join(dataDir, "logs")) throw new Error(`the opener was given ${JSON.stringify(opened)}`)
   })
 } finally {
   await wd("DELETE", `/session/${session}`).catch(() => {})

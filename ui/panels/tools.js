@@ -1,10 +1,11 @@
 // The tools OpenCode can call. Owns: the tools panel (name, source, description, parameters, a
-// Contested mark) and the line naming Berth's built-ins.
-// Must not: call a tool or talk to Berth.
+// Contested mark) and the line naming Berth's built-ins; each tool's "Try it" form comes from
+// try_tool.js. Must not: call a tool or talk to Berth itself.
 
 import { el, details } from '../dom.js';
 import { arr, obj, str, stateInfo, BACKENDS } from '../words.js';
 import { sourceLink } from '../page.js';
+import { renderTry } from './try_tool.js';
 
 export function renderTools(snap) {
   const contested = new Set(arr(snap.conflicts).map((c) => str(obj(c).tool)));
@@ -95,5 +96,6 @@ function renderTool(t) {
       ? el('p', { className: 'tool-desc', testid: 'tool-description', text: str(t.description) })
       : null,
     paramsBlock,
+    state === 'active' ? renderTry(t) : null,
   ]);
 }

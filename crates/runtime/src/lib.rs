@@ -23,6 +23,7 @@ mod core;
 mod decisions;
 pub mod deps;
 pub mod folders;
+pub mod front_calls;
 mod governor;
 mod integrity;
 pub mod logging;

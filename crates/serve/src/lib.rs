@@ -60,6 +60,7 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui_file!("panels/prompts.js", JS),
     ui_file!("panels/messages.js", JS),
     ui_file!("panels/tools.js", JS),
+    ui_file!("panels/try_tool.js", JS),
     ui_file!("panels/conflicts.js", JS),
     ui_file!("panels/calls.js", JS),
     ui_file!("panels/hosts.js", JS),
@@ -75,6 +76,8 @@ struct AppState {
     berth: Berth,
     token: String,
     port: u16,
+    /// The page's "Try it" calls in flight, by the page's ids (`/api/cancel`).
+    calls: berth_runtime::front_calls::FrontCalls,
 }
 
 /// A bound, not yet running, server.
@@ -119,6 +122,7 @@ impl Server {
                 berth,
                 token: new_token(),
                 port,
+                calls: Default::default(),
             },
             mounted: Vec::new(),
         })
@@ -161,6 +165,7 @@ impl Server {
             .route("/api/policy", axum::routing::post(set_policy))
             .route("/api/policy/grant", axum::routing::post(grant))
             .route("/api/invoke", axum::routing::post(invoke))
+            .route("/api/cancel", axum::routing::post(cancel))
             .route("/api/updates/check", axum::routing::post(check_updates))
             .route("/api/update", axum::routing::post(update))
             .route("/api/rollback", axum::routing::post(rollback))
@@ -620,6 +625,9 @@ struct Invoke {
     idempotency_key: Option<String>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    /// The page's id for the call, which `/api/cancel` cancels while it runs.
+    #[serde(default)]
+    call: Option<String>,
 }
 
 /// One tool call through the full path (receipt, idempotency), as `berth invoke`:
@@ -638,6 +646,7 @@ async fn invoke(State(s): State<AppState>, body: axum::body::Bytes) -> Response 
     } else {
         body.args
     };
+    let (control, _running) = s.calls.start(body.call.as_deref());
     let receipt = s
         .berth
         .invoke(
@@ -645,10 +654,24 @@ async fn invoke(State(s): State<AppState>, body: axum::body::Bytes) -> Response 
             args,
             body.idempotency_key.as_deref(),
             body.timeout_ms.map(std::time::Duration::from_millis),
-            Default::default(),
+            control,
         )
         .await;
     answer(receipt.map(|r| serde_json::to_value(r).unwrap_or_default()))
+}
+
+/// Cancels a call the page started (`{"call": id}` as it gave `/api/invoke`) →
+/// `{"cancelled": bool}` (false: it had ended). The call's receipt says how it ended.
+async fn cancel(State(s): State<AppState>, body: axum::body::Bytes) -> Response {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        call: String,
+    }
+    let body: Body = match parse_body(&body, "{\"call\": ..}", "{\"call\": \"page-1\"}") {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    Json(serde_json::json!({ "cancelled": s.calls.cancel(&body.call) })).into_response()
 }
 
 /// `status` events carry the whole snapshot; the first one is sent at once.

@@ -27,6 +27,7 @@ import { renderHosts } from './panels/hosts.js';
 import { renderPolicy, settlePolicy } from './panels/policy.js';
 import { settleGrants } from './panels/limits.js';
 import { renderLookedAt, renderRuntimes } from './panels/environment.js';
+import { renderWelcome } from './panels/welcome.js';
 
 function render(snapshot) {
   const snap = obj(snapshot);
@@ -44,6 +45,7 @@ function render(snapshot) {
   settleResume(sources);
   renderHeader(snap, sources);
   const parts = [
+    renderWelcome(snap, sources),
     renderNotices(snap),
     renderPaused(sources),
     renderPrompts(snap),

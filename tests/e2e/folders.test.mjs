@@ -50,6 +50,20 @@ describe("folders and notes", () => {
     assert.deepEqual(problems, [])
   })
 
+  test("the first run says what Berth does and that nothing has run yet, until the first decision", async () => {
+    const welcome = page.getByTestId("welcome")
+    await welcome.waitFor({ timeout: WAIT })
+    assert.match(await page.getByTestId("welcome-what").innerText(), /only after you allow it/)
+    assert.equal(
+      await page.getByTestId("welcome-nothing-ran").innerText(),
+      "Nothing has run yet: Berth has read the 1 plugin or tool it found without running it, and waits for your decision on each.",
+    )
+    // Negative control: the first decision (here from the CLI, on the same data dir) retires it.
+    berth(machine, ["approve", id])
+    await welcome.waitFor({ state: "detached", timeout: WAIT })
+    assert.deepEqual(problems, [])
+  })
+
   test("Open log folder and Open config folder hand Berth's folders to the desktop", async () => {
     const logs = page.getByTestId("open-folder-logs")
     await logs.waitFor({ timeout: WAIT })

@@ -90,6 +90,10 @@ pub(crate) struct Core {
     calls_pending: Arc<std::sync::atomic::AtomicBool>,
     /// A rescan for this process's own commits is pending (`rescan_soon`).
     rescan_pending: Arc<std::sync::atomic::AtomicBool>,
+    /// Work that ends with a rescan of its own is running (`defer_rescans`): its commits wait
+    /// for that one, and `rescans_owed` says one is owed.
+    deferring: std::sync::atomic::AtomicUsize,
+    rescans_owed: std::sync::atomic::AtomicBool,
     /// How the other processes on the data dir hear of this one's commits.
     signal: Arc<crate::signals::Signal>,
     pub(crate) project: OpencodeProject,
@@ -156,6 +160,8 @@ impl Core {
             publisher: OnceLock::new(),
             calls_pending: Default::default(),
             rescan_pending: Default::default(),
+            deferring: Default::default(),
+            rescans_owed: Default::default(),
             signal,
             project: OpencodeProject::default(),
         })
@@ -176,9 +182,26 @@ impl Core {
         let changed = store.changes_beyond_calls() != before;
         drop(store);
         if changed {
-            self.rescan_soon();
+            use std::sync::atomic::Ordering;
+            if self.deferring.load(Ordering::SeqCst) > 0 {
+                self.rescans_owed.store(true, Ordering::SeqCst);
+            } else {
+                self.rescan_soon();
+            }
         }
         out
+    }
+
+    /// Until the guard ends, the store changes this process commits do not each schedule a
+    /// rescan: the work that holds it ends with one (`Deferred::rescan_now`), which covers
+    /// them. An activation of 1,000 sources committed for each and rescanned hundreds of times
+    /// while it ran, every rescan holding the store for 1,000 approvals (the activation waited
+    /// on each: minutes instead of seconds). A guard dropped without `rescan_now` (an early
+    /// return) schedules the rescan it owes.
+    pub(crate) fn defer_rescans(self: &Arc<Self>) -> Deferred {
+        self.deferring
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Deferred(Some(self.clone()))
     }
 
     /// The store itself, for what must hold it exclusively (backup, restore).
@@ -288,6 +311,13 @@ impl Core {
         }
     }
 
+    /// Ends one `defer_rescans` guard; true when it was the last and a rescan is owed.
+    fn end_deferral(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.deferring.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.rescans_owed.swap(false, Ordering::SeqCst)
+    }
+
     /// A receipt of this process changed: the other processes are signalled (`signals`; at
     /// most once per [`SOON`] while calls stream, the last one owed until the publish), and
     /// this one publishes its recent calls shortly, off the call's path, once for a burst.
@@ -377,5 +407,31 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
         policy: Default::default(),
         boundary: Arc::new(crate::host::boundary::info()),
         revision: 0,
+    }
+}
+
+/// See [`Core::defer_rescans`].
+pub(crate) struct Deferred(Option<Arc<Core>>);
+
+impl Deferred {
+    /// Rescans now, covering every change committed under the guard (the other processes are
+    /// signalled if any was).
+    pub(crate) fn rescan_now(mut self) {
+        if let Some(core) = self.0.take() {
+            if core.end_deferral() {
+                core.signal.touch();
+            }
+            core.rescan();
+        }
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        if let Some(core) = self.0.take() {
+            if core.end_deferral() {
+                core.rescan_soon();
+            }
+        }
     }
 }

@@ -30,6 +30,8 @@ impl Catalog {
 
     /// `activate` for a caller that holds the turn (`Catalog::turn`).
     pub(crate) async fn activate_in_turn(&self) -> Activation {
+        // Its commits are covered by the rescan it ends with.
+        let quiet = self.core.defer_rescans();
         let mut act = self.activate_inner().await;
         if act.held_code {
             // The sources loaded before the held one shared its stopped host.
@@ -45,7 +47,7 @@ impl Catalog {
             }
             act.tools = again.tools;
         }
-        self.core.rescan();
+        quiet.rescan_now();
         act
     }
 

@@ -23,6 +23,24 @@ impl Setup {
     }
 }
 
+/// `npx -y berth-mcp-fetched` in the project's config, the registry serving its 1.0.0, and the
+/// source's id.
+fn fetched_1_0_0() -> (Setup, String) {
+    let s = Sandbox::new();
+    s.write(
+        "project/opencode.json",
+        &json!({ "mcp": { "fetched": { "type": "local", "command": ["npx", "-y", "berth-mcp-fetched"] } } })
+            .to_string(),
+    );
+    let t = Setup {
+        s,
+        reg: Registry::start(&["berth-mcp-fetched@1.0.0"]),
+    };
+    let (_, v) = t.run(&["sources"]);
+    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+    (t, id)
+}
+
 #[test]
 fn a_fetch_and_run_server_is_prepared_once_and_runs_from_berths_data_dir() {
     let s = Sandbox::new();
@@ -159,18 +177,7 @@ fn what_cannot_be_prepared_says_why() {
 /// checks the install against the file list it had when prepared: the changed bytes never run.
 #[test]
 fn a_prepared_package_changed_afterwards_is_refused_and_none_of_it_runs() {
-    let s = Sandbox::new();
-    s.write(
-        "project/opencode.json",
-        &json!({ "mcp": { "fetched": { "type": "local", "command": ["npx", "-y", "berth-mcp-fetched"] } } })
-            .to_string(),
-    );
-    let t = Setup {
-        s,
-        reg: Registry::start(&["berth-mcp-fetched@1.0.0"]),
-    };
-    let (_, v) = t.run(&["sources"]);
-    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+    let (t, id) = fetched_1_0_0();
     let (code, p) = t.run(&["prepare", &id]);
     assert_eq!(code, 0, "{p}");
     let program = p["prepared"]["program"][1].as_str().unwrap().to_string();
@@ -214,18 +221,7 @@ fn a_prepared_package_changed_afterwards_is_refused_and_none_of_it_runs() {
 /// again — and refuses one whose files changed since it ran.
 #[test]
 fn a_prepared_server_updates_and_rolls_back_to_the_exact_install_that_ran() {
-    let s = Sandbox::new();
-    s.write(
-        "project/opencode.json",
-        &json!({ "mcp": { "fetched": { "type": "local", "command": ["npx", "-y", "berth-mcp-fetched"] } } })
-            .to_string(),
-    );
-    let t = Setup {
-        s,
-        reg: Registry::start(&["berth-mcp-fetched@1.0.0"]),
-    };
-    let (_, v) = t.run(&["sources"]);
-    let id = v["sources"][0]["id"].as_str().unwrap().to_string();
+    let (t, id) = fetched_1_0_0();
     // Not prepared yet: nothing to update from.
     let (code, e) = t.run(&["update", &id]);
     assert_ne!(code, 0);

@@ -105,6 +105,10 @@ describe("permission prompts against the real server", () => {
     await params.locator("summary").click()
     await params.getByTestId("tool-schema").waitFor({ state: "visible", timeout: WAIT })
     assert.equal(existsSync(file), false, "the tool wrote before it was allowed")
+    // The waiting call says what it waits for.
+    const waiting = page.locator(`[data-testid=call][data-status=running][data-receipt-id="${open.call_id}"]`)
+    await waiting.waitFor({ timeout: WAIT })
+    assert.equal(await waiting.getByTestId("call-status").innerText(), "Waiting for your answer")
     await saveScreenshot(page, "permission-prompt.png")
 
     // From the keyboard: the badge takes the focus to "Allow once", Enter answers.

@@ -91,6 +91,10 @@ describe("trying a tool from the page", () => {
     await cancel.waitFor({ timeout: WAIT })
     for (let i = 0; i < 200 && !(existsSync(file) && readFileSync(file, "utf8").includes("started")); i++) await new Promise((r) => setTimeout(r, 25))
     assert.match(readFileSync(file, "utf8"), /started/)
+    // Recent calls says where the open call is.
+    const running = page.locator('[data-testid=call][data-status=running][data-tool="probe_slow"]')
+    await running.waitFor({ timeout: WAIT })
+    assert.equal(await running.getByTestId("call-status").innerText(), "Running in the plugin")
     await cancel.click()
     const receipt = tool("probe_slow").getByTestId("try-receipt")
     await receipt.waitFor({ timeout: WAIT })

@@ -1,5 +1,7 @@
-// The latest tool calls. Owns: the recent calls table, from their receipts. Must not: show a
-// call's arguments or output (`berth receipts` has them).
+// The latest tool calls. Owns: the recent calls table, from their receipts, and what an open
+// call waits for (starting, running in the plugin or its MCP server, or waiting for the
+// person's answer to a permission prompt it asked). Must not: show a call's arguments or output
+// (`berth receipts` has them).
 
 import { el, th } from '../dom.js';
 import { arr, obj, str, num, clockText } from '../words.js';
@@ -19,6 +21,9 @@ const CALL_STATES = {
 export function renderCalls(snap) {
   const calls = arr(snap.calls).map(obj);
   if (!calls.length) return null;
+  // A prompt names the call that asked it (its receipt's id).
+  const asking = new Set(arr(snap.prompts).map((p) => str(obj(p).call_id)));
+  const mcp = new Set(arr(snap.tools).map(obj).filter((t) => str(obj(t.provider).kind) === 'mcp').map((t) => str(t.name)));
   return el('section', { className: 'panel calls-panel', testid: 'call-list' }, [
     el('h2', { className: 'section-title' }, [
       'Recent calls',
@@ -29,14 +34,19 @@ export function renderCalls(snap) {
       el('thead', null, el('tr', null, [
         th('When'), th('Tool'), th('From'), th('Took', 'num'), th('Outcome'),
       ])),
-      el('tbody', null, calls.map(renderCall)),
+      el('tbody', null, calls.map((c, i) => renderCall(c, i, asking, mcp))),
     ]),
   ]);
 }
 
-function renderCall(c, i) {
+function renderCall(c, i, asking, mcp) {
   const status = str(c.status);
-  const info = CALL_STATES[status] || { label: status || 'unknown', tone: 'neutral' };
+  let info = CALL_STATES[status] || { label: status || 'unknown', tone: 'neutral' };
+  if (status === 'running') {
+    info = asking.has(str(c.receipt_id))
+      ? { label: 'Waiting for your answer', tone: 'attention' }
+      : { label: mcp.has(str(c.tool)) ? 'Running in its MCP server' : 'Running in the plugin', tone: 'progress' };
+  }
   const started = num(c.created_at_ms);
   const ended = num(c.updated_at_ms);
   const open = status === 'accepted' || status === 'running';

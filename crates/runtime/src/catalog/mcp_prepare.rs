@@ -98,13 +98,14 @@ impl Catalog {
         self.core.with_store(|s| s.set_mcp_prepared(prepared))?;
         self.state().reasons.insert(id.clone(), why);
         self.mcp.disconnect(std::slice::from_ref(&id)).await;
+        // The activation ends with the rescan that shows it.
         self.activate().await;
-        self.core.rescan();
         Ok(())
     }
 
     /// Notes that the prepared install of `p` runs now (a new execution version for an install
-    /// never run here; else the known one's time and count).
+    /// never run here, its record read from the install; else the known one's time and count,
+    /// and nothing read again).
     pub(super) fn record_prepared_run(&self, p: &berth_store::McpPrepared) {
         let reason = self.state().reasons.remove(&p.source_id);
         let backend = crate::versions::MCP_BACKEND;
@@ -117,12 +118,18 @@ impl Catalog {
                 Some(c) if c.digest == p.list_digest => c.why.clone(),
                 _ => "prepared by Berth in place of its launcher".to_string(),
             });
+            // Recorded when it first ran; never rewritten.
+            let record = if store.ran_before(&p.source_id, backend, &p.list_digest)? {
+                serde_json::Value::Null
+            } else {
+                crate::versions::record_prepared_mcp(p)
+            };
             store.record_execution(
                 &p.source_id,
                 backend,
                 &p.list_digest,
                 Some(&p.version),
-                &crate::versions::record_prepared_mcp(p),
+                &record,
                 &why,
             )
         });

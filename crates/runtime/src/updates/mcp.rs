@@ -65,6 +65,12 @@ impl Updates {
                     "previous version not recoverable: its record names no prepared install".into(),
                 )
             })?;
+        if prepared.config_digest != source.digest {
+            return Err(refuse(format!(
+                "previous version not recoverable here: it ran for another entry of `{}` (its command or arguments changed since)",
+                source.entry
+            )));
+        }
         // Every file against the list it had when prepared, before anything is switched.
         let check = prepared.clone();
         tokio::task::spawn_blocking(move || crate::mcp_servers::prepared::verify(&check))
@@ -76,18 +82,11 @@ impl Updates {
                     prepared.install
                 ))
             })?;
-        if prepared.config_digest != source.digest {
-            return Err(refuse(format!(
-                "previous version not recoverable here: it ran for another entry of `{}` (its command or arguments changed since)",
-                source.entry
-            )));
-        }
         let why = format!(
             "rolled back from {} to {} (you asked for it)",
             before.version, prepared.version
         );
         self.catalog.switch_mcp(&prepared, why).await?;
-        self.status.rescan();
         self.outcome_after(id, Some(before.version), &prepared.version, true)
     }
 

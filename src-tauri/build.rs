@@ -21,6 +21,9 @@ fn main() {
             "open_folder",
             "invoke_tool",
             "cancel_call",
+            "projects",
+            "open_project",
+            "forget_project",
         ]));
     tauri_build::try_build(attrs).expect("failed to run tauri-build");
 }

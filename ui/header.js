@@ -34,12 +34,12 @@ export function renderHeader(snap, sources) {
   const project = obj(snap.project);
   const path = document.getElementById('project-path');
   const dir = str(project.directory) || str(project.worktree);
-  path.textContent = dir || 'no project folder';
+  path.textContent = project.open === false ? 'no project open' : dir || 'no project folder';
   path.title = dir;
   if (project.worktree && project.worktree !== project.directory) {
     path.title = dir + '\nworktree: ' + str(project.worktree);
   }
-  document.title = 'Berth — ' + (dir ? basename(dir) : 'status');
+  document.title = 'Berth — ' + (project.open !== false && dir ? basename(dir) : 'status');
 }
 
 /** "Updating" while any source loads again or an update runs; "partially limited" while the

@@ -16,7 +16,7 @@ import { connect } from './transport.js';
 import { renderHeader, renderFooter, setLive, drawMark } from './header.js';
 import { renderNotices, renderSummary, renderGlobalDiagnostics } from './panels/summary.js';
 import { renderSources, renderEmpty } from './panels/sources.js';
-import { settleDecisions, showPending } from './panels/approvals.js';
+import { settleDecisions, showPending, showSource } from './panels/approvals.js';
 import { renderPrompts, renderStandingAnswers, settleAnswers, showPrompts } from './panels/prompts.js';
 import { renderPaused, settleResume } from './panels/paused.js';
 import { renderMessages, showNewToasts } from './panels/messages.js';
@@ -28,6 +28,7 @@ import { renderPolicy, settlePolicy } from './panels/policy.js';
 import { settleGrants } from './panels/limits.js';
 import { renderLookedAt, renderRuntimes } from './panels/environment.js';
 import { renderWelcome } from './panels/welcome.js';
+import { renderProjects, setProjects, loadProjects } from './panels/projects.js';
 
 function render(snapshot) {
   const snap = obj(snapshot);
@@ -45,6 +46,7 @@ function render(snapshot) {
   settleResume(sources);
   renderHeader(snap, sources);
   const parts = [
+    renderProjects(snap),
     renderWelcome(snap, sources),
     renderNotices(snap),
     renderPaused(sources),
@@ -109,6 +111,12 @@ function clearError() {
   if (old) old.remove();
 }
 
+/** A desktop notification's item ({kind: 'source' | 'prompt', id}), brought into view. */
+function showItem(item) {
+  const shown = item.kind === 'prompt' ? (showPrompts(), true) : showSource(String(item.id || ''));
+  if (shown) document.body.dataset.shownItem = String(item.kind) + ':' + String(item.id);
+}
+
 function start() {
   drawMark();
   const badge = document.querySelector('[data-testid=pending-badge]');
@@ -121,7 +129,10 @@ function start() {
     setLive,
     showError: renderError,
     clearError,
+    projectsChanged: setProjects,
+    showItem,
   });
+  loadProjects();
 }
 
 setRenderer(safeRender);

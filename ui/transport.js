@@ -40,6 +40,10 @@ export let sendOpenFolder = null;
 // message, recovery} when the call could not run at all.
 export let sendInvoke = null;
 export let sendCancel = null;
+// (action 'list' | 'pick' | 'open' | 'close' | 'forget', path) => Promise<{current, recent}>
+// ('forget': whether it was listed). The window only (null in a browser: `berth serve` has
+// one project). 'pick' opens the native folder dialog. Rejects with {code, message, recovery}.
+export let sendProjects = null;
 
 /** An error from either transport as {code, message, recovery}. */
 export function describeError(err) {
@@ -65,6 +69,8 @@ export function describeError(err) {
  * setLive(state, hint), showError(title, message, recovery), clearError() }.
  */
 export function connect(page) {
+  // page.projectsChanged(answer): the window opened another project (or a second launch did);
+  // page.showItem({kind, id}): a desktop notification about that source or prompt was clicked.
   const tauri = window.__TAURI__;
   if (tauri && tauri.core && typeof tauri.core.invoke === 'function' && tauri.event) {
     startTauri(tauri, page);
@@ -104,6 +110,22 @@ function startTauri(tauri, page) {
   sendOpenFolder = (folder) => tauri.core.invoke('open_folder', { folder });
   sendInvoke = (tool, args, call) => tauri.core.invoke('invoke_tool', { tool, args, call });
   sendCancel = (call) => tauri.core.invoke('cancel_call', { call });
+  sendProjects = (action, path) => {
+    if (action === 'list') return tauri.core.invoke('projects');
+    if (action === 'forget') return tauri.core.invoke('forget_project', { path });
+    if (action === 'close') return tauri.core.invoke('open_project', { none: true });
+    return tauri.core.invoke('open_project', { path: action === 'open' ? path : null });
+  };
+  // A desktop notification was clicked: the window shows its item ({kind, id}).
+  Promise.resolve(tauri.event.listen('focus-item', (e) => {
+    if (page.showItem) page.showItem(obj(e && e.payload));
+  })).catch((err) => console.error('berth: focus events', err));
+  // Another project's snapshots count their revisions afresh.
+  Promise.resolve(tauri.event.listen('project-changed', (e) => {
+    latest = -1;
+    if (page.projectsChanged) page.projectsChanged(obj(e && e.payload));
+    tauri.core.invoke('status').then(accept, (err) => console.error('berth: status', err));
+  })).catch((err) => console.error('berth: project events', err));
   // Listen first, then ask: no change can fall between the two.
   Promise.resolve(tauri.event.listen('status-changed', (e) => {
     const payload = obj(e && e.payload);

@@ -226,7 +226,8 @@ export function waitForBadgeCount(page, n, timeout = WAIT) {
 }
 
 /**
- * Stands in for withGlobalTauri on `page`: `invoke('status')` answers `snapshot`, `listen` records
+ * Stands in for withGlobalTauri on `page`: `invoke('status')` answers `snapshot` (and `projects` its
+ * project), `listen` records
  * handlers and `window.__emitTauri(name, payload)` fires them. Any other command is refused, or with
  * `hold` recorded in `window.__invokes` and left for the test to settle through `window.__answers[cmd]`.
  */
@@ -240,6 +241,8 @@ export function stubTauriBridge(page, snapshot, { hold = false } = {}) {
         core: {
           invoke: (cmd, args) => {
             if (cmd === "status") return Promise.resolve(snapshot)
+            // The window's project picker asks at start: the snapshot's project, nothing recent.
+            if (cmd === "projects") return Promise.resolve({ current: snapshot.project?.directory ?? null, recent: [] })
             if (!hold) return Promise.reject(new Error(`unknown command ${cmd}`))
             window.__invokes.push({ cmd, args })
             return new Promise((resolve, reject) => {

@@ -11,45 +11,11 @@ import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
+import { driver, waitFor as waitForIn, test, done } from "./wd.mjs"
 
 const [app, port, home, project, dataDir] = process.argv.slice(2)
-const base = `http://127.0.0.1:${port}`
-let passed = 0
-let failed = 0
-
-async function wd(method, path, body) {
-  const res = await fetch(base + path, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  })
-  const json = await res.json()
-  if (!res.ok) throw new Error(`${method} ${path}: ${JSON.stringify(json.value ?? json)}`)
-  return json.value
-}
-
-/** Runs `script` in the page until it returns a truthy value (bounded). */
-async function waitFor(session, script, what, timeoutMs = 15_000) {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await wd("POST", `/session/${session}/execute/sync`, { script, args: [] })
-    if (value) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
-
-async function test(name, fn) {
-  try {
-    await fn()
-    passed++
-    console.log(`ok - ${name}`)
-  } catch (e) {
-    failed++
-    console.log(`not ok - ${name}\n  ${e.stack ?? e}`)
-  }
-}
+const wd = driver(port)
+const waitFor = (session, script, what, timeoutMs) => waitForIn(wd, session, script, what, timeoutMs)
 
 const session = (
   await wd("POST", "/session", {
@@ -264,8 +230,34 @@ try {
     }
     if (opened !== join(dataDir, "logs")) throw new Error(`the opener was given ${JSON.stringify(opened)}`)
   })
+
+  await test("the window opens again at the size and place it was left at", async () => {
+    await wd("POST", `/session/${session}/window/rect`, { x: 40, y: 30, width: 900, height: 640 })
+    const state = join(home, ".config", "dev.berth.desktop", ".window-state.json")
+    const deadline = Date.now() + 10_000
+    let saved = null
+    while (Date.now() < deadline) {
+      saved = existsSync(state) ? JSON.parse(readFileSync(state, "utf8")).main : null
+      if (saved && saved.width === 900 && saved.height === 640) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    if (!saved || saved.width !== 900 || saved.height !== 640) throw new Error(`saved: ${JSON.stringify(saved)}`)
+    // The window is killed, not closed (as at a logout): what was saved after the resize holds.
+    await wd("DELETE", `/session/${session}`)
+    const again = (await wd("POST", "/session", {
+      capabilities: { alwaysMatch: { "tauri:options": { application: app, args: ["--data-dir", dataDir, "--project", project] } } },
+    })).sessionId
+    try {
+      await waitFor(again, "return document.body.dataset.ready === '1'", "the window again")
+      const rect = await wd("GET", `/session/${again}/window/rect`)
+      if (rect.width !== 900 || rect.height !== 640 || rect.x !== saved.x || rect.y !== saved.y) {
+        throw new Error(`reopened at ${JSON.stringify(rect)}, left at ${JSON.stringify(saved)}`)
+      }
+    } finally {
+      await wd("DELETE", `/session/${again}`).catch(() => {})
+    }
+  })
 } finally {
   await wd("DELETE", `/session/${session}`).catch(() => {})
 }
-console.log(`${passed} passed, ${failed} failed`)
-process.exit(failed ? 1 : 0)
+done()

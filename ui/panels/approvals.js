@@ -383,6 +383,17 @@ export function settleDecisions(sources) {
 }
 
 /** The header badge: brings back panels put off with Later and goes to the first one. */
+/** Brings the card of source `id` into view with the focus on its decision (a notification's click). */
+export function showSource(id) {
+  later.clear();
+  rerender();
+  const row = [...document.querySelectorAll('[data-testid=source]')].find((r) => r.dataset.sourceId === id);
+  if (!row) return false;
+  row.scrollIntoView({ block: 'start' });
+  focusIn(id, 'allow');
+  return true;
+}
+
 export function showPending() {
   later.clear();
   rerender();

@@ -309,10 +309,10 @@ impl Berth {
         self.parts.catalog.resume_hosts().await
     }
 
-    /// For long-running front ends: activation driven by snapshot events.
-    pub fn keep_active(&self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(self.parts.updates.clone().keep_updated());
-        self.parts.catalog.keep_active()
+    /// For long-running front ends: activation and update checks, while the guard lives.
+    pub fn keep_active(&self) -> crate::catalog::KeepActive {
+        let updates = tokio::spawn(self.parts.updates.clone().keep_updated());
+        crate::catalog::KeepActive::new(vec![self.parts.catalog.keep_active(), updates])
     }
 
     // ---- versions and updates ------------------------------------------------------------

@@ -6,7 +6,7 @@
 //!
 //! Owns: those shared facts and handles. Must not: hold any owner's state, or decide anything.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use berth_discovery::{OpencodeEnv, Scanner};
@@ -24,6 +24,8 @@ use crate::snapshot::*;
 #[derive(Debug, Clone)]
 pub struct BerthOptions {
     pub data_dir: PathBuf,
+    /// The project folder; empty when no project is open (the app started from a menu):
+    /// then only what applies to every project is read (`scan_target`).
     pub project: PathBuf,
     pub env: OpencodeEnv,
     pub log_file: Option<PathBuf>,
@@ -38,6 +40,24 @@ impl BerthOptions {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| self.data_dir.join("packages"))
+    }
+
+    /// Whether a project folder is open.
+    pub fn has_project(&self) -> bool {
+        !self.project.as_os_str().is_empty()
+    }
+
+    /// What a scan reads: the project's config graph, or with no project open, the config
+    /// that applies to every project — the global folders and OpenCode's variables, read from
+    /// the home folder with the project's files off (as `OPENCODE_DISABLE_PROJECT_CONFIG`
+    /// does), so a home folder's own `opencode.json` is not taken for a project's.
+    pub fn scan_target(&self) -> (std::borrow::Cow<'_, OpencodeEnv>, &Path) {
+        if self.has_project() {
+            return (std::borrow::Cow::Borrowed(&self.env), &self.project);
+        }
+        let mut env = self.env.clone();
+        env.disable_project_config = Some("1".into());
+        (std::borrow::Cow::Owned(env), &self.env.home)
     }
 }
 
@@ -256,8 +276,8 @@ impl Core {
 
     /// A scan that reads the bytes as they are now (no cache), including prepared packages.
     pub(crate) fn fresh_scan(&self) -> berth_discovery::Discovery {
-        self.scanner()
-            .scan(&self.options.env, &self.options.project)
+        let target = self.options.scan_target();
+        self.scanner().scan(&target.0, target.1)
     }
 
     /// The supervisor, started on first use (preparing the host's dependencies may download:
@@ -388,6 +408,7 @@ fn placeholder(o: &BerthOptions) -> StatusSnapshot {
             directory: o.project.clone(),
             worktree: o.project.clone(),
             has_git: false,
+            open: o.has_project(),
         },
         config_dirs: Default::default(),
         config_files: Default::default(),

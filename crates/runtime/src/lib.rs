@@ -16,6 +16,7 @@
 //! ```
 
 pub mod approval;
+pub mod attention;
 pub mod auth;
 mod berth;
 pub mod catalog;
@@ -31,6 +32,7 @@ mod mcp_servers;
 mod plugin_calls;
 pub mod policy;
 mod project;
+pub mod projects;
 mod relocate;
 pub mod secret;
 mod signals;

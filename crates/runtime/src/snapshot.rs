@@ -398,6 +398,9 @@ pub struct ProjectInfo {
     pub directory: PathBuf,
     pub worktree: PathBuf,
     pub has_git: bool,
+    /// False when no project is open: `directory` is then the home folder, and only the
+    /// config that applies to every project was read.
+    pub open: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

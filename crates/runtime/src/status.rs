@@ -84,7 +84,8 @@ impl Status {
         let o = &self.core.options;
         let discovery = {
             let mut scanner = self.scanner.lock().unwrap_or_else(|p| p.into_inner());
-            scanner.scan(&o.env, &o.project)
+            let (env, directory) = o.scan_target();
+            scanner.scan(&env, directory)
         };
         let g = &discovery.graph;
         let backend = approval::backend_for(&self.core.runtimes);
@@ -378,6 +379,7 @@ impl Status {
                 directory: g.directory.clone(),
                 worktree: g.worktree.clone(),
                 has_git: g.has_git,
+                open: o.has_project(),
             },
             config_dirs: Arc::new(g.dirs.clone()),
             config_files: Arc::new(g.files.clone()),

@@ -67,6 +67,7 @@ const UI_FILES: &[(&str, &str, &str)] = &[
     ui_file!("panels/environment.js", JS),
     ui_file!("panels/folders.js", JS),
     ui_file!("panels/welcome.js", JS),
+    ui_file!("panels/projects.js", JS),
 ];
 const HTML: &str = "text/html; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";

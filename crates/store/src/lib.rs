@@ -17,6 +17,7 @@ mod migrations;
 mod open;
 mod permissions;
 mod policy;
+mod projects;
 mod receipts;
 mod versions;
 
@@ -27,6 +28,7 @@ pub use migrations::SCHEMA_VERSION;
 pub use open::{Opened, Recovery, Store};
 pub use permissions::{PermissionDecision, PermissionLevel, PermissionRule, EVERY_PLUGIN};
 pub use policy::{ActiveContributions, PolicySetting};
+pub use projects::RecentProject;
 pub use receipts::{Accepted, Finish, NewReceipt, Receipt, ReceiptError, ReceiptStatus};
 pub use versions::{ExecutionVersion, Pin};
 

@@ -199,6 +199,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         program_json  TEXT NOT NULL,
         prepared_at_ms INTEGER NOT NULL
     ) STRICT;",
+    // 15: the project folders the desktop app opened, for its project picker.
+    "CREATE TABLE recent_projects (
+        path          TEXT PRIMARY KEY NOT NULL,
+        opened_at_ms  INTEGER NOT NULL
+    ) STRICT;",
 ];
 
 /// The schema version this build writes.

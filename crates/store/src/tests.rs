@@ -176,3 +176,29 @@ fn changes_beyond_calls_ignore_receipts_and_count_the_rest() {
     s.set_meta("probe", "x").unwrap();
     assert_eq!(s.changes_beyond_calls(), start + 1, "anything else");
 }
+
+#[test]
+fn recent_projects_are_newest_first_reopening_moves_one_up_and_the_list_is_bounded() {
+    let d = dir();
+    let s = Store::open(&d.path().join("berth.db")).unwrap().store;
+    for i in 0..25 {
+        s.remember_project(&format!("/p/{i}")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    s.remember_project("/p/7").unwrap();
+    let paths: Vec<String> = s
+        .recent_projects()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(paths.len(), 20, "{paths:?}");
+    assert_eq!(&paths[..3], ["/p/7", "/p/24", "/p/23"]);
+    assert!(
+        !paths.contains(&"/p/0".to_string()),
+        "the oldest are forgotten: {paths:?}"
+    );
+    assert!(s.forget_project("/p/7").unwrap());
+    assert!(!s.forget_project("/p/7").unwrap());
+    assert_eq!(s.recent_projects().unwrap()[0].path, "/p/24");
+}

@@ -674,6 +674,24 @@ impl Catalog {
     }
 }
 
+/// The loops a long-running front end keeps (`Berth::keep_active`); dropping it stops them, so
+/// a window that opens another project leaves nothing of the first one running.
+pub struct KeepActive(Vec<tokio::task::JoinHandle<()>>);
+
+impl KeepActive {
+    pub(crate) fn new(tasks: Vec<tokio::task::JoinHandle<()>>) -> KeepActive {
+        KeepActive(tasks)
+    }
+}
+
+impl Drop for KeepActive {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}
+
 /// Which host the benchmark wants (`Berth::host_for_bench`).
 #[doc(hidden)]
 pub enum BenchHost<'a> {

@@ -7,7 +7,7 @@ drawn on a 100x100 grid, the same one as the SVG mark in ui/header.js and ui/ind
 
 Usage:  python3 icons/make-icons.py        (needs Pillow: `pip install pillow`
                                             or `apt-get install python3-pil`)
-Writes: 32x32.png, 128x128.png, 128x128@2x.png (256), icon.png (512), icon.ico (16-256),
+Writes: 32x32.png, 128x128.png, 128x128@2x.png and 256x256.png (256), icon.png (512), icon.ico (16-256),
         icon.icns (16-1024) next to this script. All PNGs are 8-bit RGBA.
 """
 
@@ -105,6 +105,7 @@ def main():
         "32x32.png": 32,
         "128x128.png": 128,
         "128x128@2x.png": 256,
+        "256x256.png": 256,
         "icon.png": 512,
     }
     for name, size in pngs.items():

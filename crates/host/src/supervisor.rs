@@ -71,9 +71,11 @@ pub struct HostLayout {
 }
 
 impl HostLayout {
-    /// The host code (`BERTH_HOST_DIR`, else `host/` found above the running executable), and
-    /// its dependencies (`BERTH_HOST_DEPS` overrides; otherwise `prepare_deps` prepares them in
-    /// the data dir, given the set-up copy in `.tools/host-deps` above the executable, if any).
+    /// The host code (`BERTH_HOST_DIR`, else `host/` found above the running executable, else
+    /// the installed package's `../lib/berth/host` beside its `bin/`), and its dependencies
+    /// (`BERTH_HOST_DEPS` overrides; otherwise `prepare_deps` prepares them in the data dir,
+    /// given the copy the set-up or the package placed — `.tools/host-deps` above the
+    /// executable, or `../lib/berth/host-deps` — if any).
     pub fn locate(
         data_dir: &std::path::Path,
         packages_dir: &std::path::Path,
@@ -89,12 +91,15 @@ impl HostLayout {
             .iter()
             .flat_map(|e| e.ancestors().skip(1).map(PathBuf::from).collect::<Vec<_>>())
             .collect();
+        // An installed package keeps its files in `<prefix>/lib/berth` for `<prefix>/bin/…`.
+        let installed = ancestors.get(1).map(|prefix| prefix.join("lib/berth"));
         let script = env_path("BERTH_HOST_DIR")
             .map(|d| d.join("berth-host.mjs"))
             .or_else(|| {
                 ancestors
                     .iter()
                     .map(|a| a.join("host/berth-host.mjs"))
+                    .chain(installed.iter().map(|l| l.join("host/berth-host.mjs")))
                     .find(|p| p.is_file())
             })
             .ok_or_else(|| {
@@ -111,6 +116,7 @@ impl HostLayout {
                 let seed = ancestors
                     .iter()
                     .map(|a| a.join(".tools/host-deps"))
+                    .chain(installed.iter().map(|l| l.join("host-deps")))
                     .find(|p| p.is_dir());
                 prepare_deps(seed.as_deref())?
             }

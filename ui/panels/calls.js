@@ -1,15 +1,16 @@
 // The latest tool calls. Owns: the recent calls table, from their receipts, and what an open
-// call waits for (starting, running in the plugin or its MCP server, or waiting for the
-// person's answer to a permission prompt it asked). Must not: show a call's arguments or output
-// (`berth receipts` has them).
+// call waits for (queued for its host, its plugin loading again or its dependencies being
+// prepared, running in the plugin or its MCP server, or waiting for the person's answer to a
+// permission prompt it asked). Must not: show a call's arguments or output (`berth receipts`
+// has them).
 
 import { el, th } from '../dom.js';
 import { arr, obj, str, num, clockText } from '../words.js';
-import { sourceLink } from '../page.js';
+import { sourceLink, view } from '../page.js';
 
 // How a call ended, as its receipt says.
 const CALL_STATES = {
-  accepted: { label: 'Starting', tone: 'progress' },
+  accepted: { label: 'Queued', tone: 'progress', title: 'Accepted; it starts when its host takes it' },
   running: { label: 'Running', tone: 'progress' },
   completed: { label: 'Completed', tone: 'ok' },
   failed: { label: 'Failed', tone: 'error' },
@@ -42,11 +43,7 @@ export function renderCalls(snap) {
 function renderCall(c, i, asking, mcp) {
   const status = str(c.status);
   let info = CALL_STATES[status] || { label: status || 'unknown', tone: 'neutral' };
-  if (status === 'running') {
-    info = asking.has(str(c.receipt_id))
-      ? { label: 'Waiting for your answer', tone: 'attention' }
-      : { label: mcp.has(str(c.tool)) ? 'Running in its MCP server' : 'Running in the plugin', tone: 'progress' };
-  }
+  if (status === 'running' || status === 'accepted') info = openCall(c, status, info, asking, mcp);
   const started = num(c.created_at_ms);
   const ended = num(c.updated_at_ms);
   const open = status === 'accepted' || status === 'running';
@@ -71,11 +68,25 @@ function renderCall(c, i, asking, mcp) {
     })),
     el('td', { className: 'num', testid: 'call-took', text: took === null ? '—' : took + ' ms' }),
     el('td', { className: 'call-outcome' }, [
-      el('span', { className: 'badge badge-' + info.tone, testid: 'call-status', text: info.label }),
+      el('span', { className: 'badge badge-' + info.tone, testid: 'call-status', dataset: { waits: info.waits }, title: info.title, text: info.label }),
       error.code && str(error.code) !== status
         ? el('span', { className: 'call-code mono', testid: 'call-code', text: str(error.code) })
         : null,
       note ? el('div', { className: 'call-note', testid: 'call-note', text: note }) : null,
     ]),
   ]);
+}
+
+/** What an open call waits for: the person, its source coming back, its host, or nothing. */
+function openCall(c, status, info, asking, mcp) {
+  if (asking.has(str(c.receipt_id))) return { label: 'Waiting for your answer', tone: 'attention', waits: 'person' };
+  const source = obj(view.sourceById.get(str(c.source_id)));
+  if (source.state === 'updating') {
+    return { label: 'Waiting: the plugin loads again', tone: 'progress', waits: 'reload', title: 'Its host is being replaced (a new version or a changed file); the call runs once it is back' };
+  }
+  if (source.state === 'preparing') {
+    return { label: 'Waiting: preparing dependencies', tone: 'progress', waits: 'prepare', title: 'npm is installing what the plugin imports (install scripts off)' };
+  }
+  if (status === 'accepted') return { ...info, waits: 'queue' };
+  return { label: mcp.has(str(c.tool)) ? 'Running in its MCP server' : 'Running in the plugin', tone: 'progress', waits: 'run' };
 }

@@ -7,7 +7,7 @@
 import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { driver, waitFor as waitForIn, run as runIn, test, done } from "./wd.mjs"
+import { driver, waitFor as waitForIn, run as runIn, screenshot, test, done } from "./wd.mjs"
 
 const [app, port, scratch, ...execArgs] = process.argv.slice(2)
 const wd = driver(port)
@@ -56,14 +56,7 @@ try {
       90_000,
     )
     if (!tools.includes("weather_forecast")) throw new Error(`tools: ${tools}`)
-    await wd("POST", `/session/${session}/execute/async`, {
-      script: "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)))",
-      args: [],
-    })
-    if (process.env.PACKAGE_SHOT) {
-      mkdirSync(dirname(process.env.PACKAGE_SHOT), { recursive: true })
-      execFileSync("import", ["-window", "root", process.env.PACKAGE_SHOT])
-    }
+    await screenshot(wd, session, process.env.PACKAGE_SHOT)
   })
 
   await test("a second launch with --project OTHER switches the running window (one process)", async () => {

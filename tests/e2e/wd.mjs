@@ -1,6 +1,10 @@
 // A small W3C WebDriver client for the real window tests (tauri-driver), and their test
 // runner: each test prints ok / not ok, and `done()` exits non-zero if any failed.
 
+import { execFileSync } from "node:child_process"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+
 /** The driver at `port`: `wd(method, path, body)` → the answer's value (throws on an error). */
 export function driver(port) {
   const base = `http://127.0.0.1:${port}`
@@ -31,6 +35,18 @@ export async function waitFor(wd, session, script, what, timeoutMs = 15_000) {
 /** Runs `script` in the page once. */
 export function run(wd, session, script) {
   return wd("POST", `/session/${session}/execute/sync`, { script, args: [] })
+}
+
+/** Saves the whole X screen to `file` (when given) once the page's latest state is painted. */
+export async function screenshot(wd, session, file) {
+  // Let the compositor put the updated page on screen before the root window is captured.
+  await wd("POST", `/session/${session}/execute/async`, {
+    script: "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)))",
+    args: [],
+  })
+  if (!file) return
+  mkdirSync(dirname(file), { recursive: true })
+  execFileSync("import", ["-window", "root", file])
 }
 
 let passed = 0

@@ -11,7 +11,7 @@ import { createInterface } from "node:readline"
 import { fileURLToPath } from "node:url"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { driver, waitFor as waitForIn, test, done } from "./wd.mjs"
+import { driver, waitFor as waitForIn, screenshot, test, done } from "./wd.mjs"
 
 const [app, port, home, project, dataDir] = process.argv.slice(2)
 const wd = driver(port)
@@ -52,15 +52,7 @@ try {
       "the new plugin to appear without a reload",
     )
     if (state !== "pending-approval") throw new Error(`state is ${state}`)
-    // Let the compositor put the updated page on screen before the root window is captured.
-    await wd("POST", `/session/${session}/execute/async`, {
-      script: "const done = arguments[arguments.length - 1]; requestAnimationFrame(() => requestAnimationFrame(() => done(true)))",
-      args: [],
-    })
-    if (process.env.WINDOW_SHOT) {
-      mkdirSync(dirname(process.env.WINDOW_SHOT), { recursive: true })
-      execFileSync("import", ["-window", "root", process.env.WINDOW_SHOT])
-    }
+    await screenshot(wd, session, process.env.WINDOW_SHOT)
   })
 
   await test("the policy panel shows the runtime's entries and each source's mode in the real window", async () => {

@@ -97,17 +97,15 @@ pub fn analyze(path: &Path, source: &str) -> FileFacts {
     }
     let stack = STACK_BASE + STACK_PER_BYTE * source.len();
     std::thread::scope(|scope| {
-        std::thread::Builder::new()
+        let reading = std::thread::Builder::new()
             .name("berth-facts".into())
             .stack_size(stack)
-            .spawn_scoped(scope, || analyze_here(path, source))
-            .map_err(|e| unread(format!("no room to read it ({e})")))
-            .and_then(|reading| {
-                reading
-                    .join()
-                    .map_err(|_| unread("its reading failed".to_string()))
-            })
-            .unwrap_or_else(|unreadable| unreadable)
+            .spawn_scoped(scope, || analyze_here(path, source));
+        match reading.map(|r| r.join()) {
+            Ok(Ok(facts)) => facts,
+            Ok(Err(_)) => unread("its reading failed".to_string()),
+            Err(e) => unread(format!("no room to read it ({e})")),
+        }
     })
 }
 
@@ -1411,8 +1409,16 @@ mod tests {
         let f = facts(&nested(1_500));
         assert_eq!(f.exports, ["default"], "{:?}", f.syntax_errors);
         let f = facts(&nested(5_000));
-        assert!(f.syntax_errors[0].contains("5000 levels"), "{:?}", f.syntax_errors);
-        assert!(f.opaque.contains("a file Berth could not read"), "{:?}", f.opaque);
+        assert!(
+            f.syntax_errors[0].contains("5000 levels"),
+            "{:?}",
+            f.syntax_errors
+        );
+        assert!(
+            f.opaque.contains("a file Berth could not read"),
+            "{:?}",
+            f.opaque
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! Owns: the loop and its checks. Must not: touch anything outside its temporary folder.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -26,29 +26,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let iterations: usize = value("--iterations")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(50);
-    let seed: u64 = value("--seed")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    let berth = value("--berth").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::current_exe()
-            .expect("this executable")
-            .with_file_name("berth")
-    });
+    let flags = berth_chaos::Flags::from_env();
+    let iterations: usize = flags.number("--iterations", 50);
+    let seed = flags.seed();
+    let berth = flags.berth();
     println!("crash_loop_seed {seed}");
     let machine = Machine::new(&berth);
     let mut rng = seed.max(1);
@@ -317,26 +298,8 @@ impl Machine {
             .stderr(Stdio::null())
             .spawn()
             .expect("berth serve starts");
-        // One JSON document, over several lines.
-        let mut text = String::new();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let v: Value = loop {
-            let mut line = String::new();
-            let n = out
-                .read_line(&mut line)
-                .expect("berth serve prints its address");
-            assert!(n > 0, "berth serve ended before it printed its address");
-            text.push_str(&line);
-            if let Ok(v) = serde_json::from_str(&text) {
-                break v;
-            }
-        };
-        let url = v["serve"]["url"].as_str().unwrap().to_string();
-        Serving {
-            child,
-            addr: v["serve"]["addr"].as_str().unwrap().to_string(),
-            token: url.split("token=").nth(1).unwrap().to_string(),
-        }
+        let (addr, token) = berth_chaos::served_address(&mut child);
+        Serving { child, addr, token }
     }
 
     fn db(&self) -> rusqlite::Connection {

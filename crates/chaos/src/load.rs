@@ -9,15 +9,12 @@
 //!
 //! Owns: the load and its figures. Must not: touch anything outside its temporary folder.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-use serde_json::Value;
 
 /// When each client saw each marker: per client, (marker, moment).
 type Sightings = Mutex<Vec<Vec<(String, Instant)>>>;
@@ -26,24 +23,10 @@ type Sightings = Mutex<Vec<Vec<(String, Instant)>>>;
 const EVENT_BOUND: Duration = Duration::from_millis(300);
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let seconds: u64 = value("--seconds")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30);
-    let clients: usize = value("--clients")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
-    let berth = value("--berth").map(PathBuf::from).unwrap_or_else(|| {
-        std::env::current_exe()
-            .expect("this executable")
-            .with_file_name("berth")
-    });
+    let flags = berth_chaos::Flags::from_env();
+    let seconds: u64 = flags.number("--seconds", 30);
+    let clients: usize = flags.number("--clients", 200);
+    let berth = flags.berth();
     let dir = tempfile::tempdir().expect("a temp dir");
     let (home, project) = (dir.path().join("home"), dir.path().join("project"));
     let tools = project.join(".opencode/tools");
@@ -62,7 +45,7 @@ fn main() {
         .stderr(Stdio::null())
         .spawn()
         .expect("berth serve starts");
-    let (addr, token) = address(&mut child);
+    let (addr, token) = berth_chaos::served_address(&mut child);
     std::thread::sleep(Duration::from_millis(300));
     let rss_before = rss_kib(child.id());
 
@@ -196,27 +179,6 @@ fn main() {
         && !changes.is_empty()
         && connected.load(Ordering::SeqCst) == clients as u64;
     std::process::exit(if ok { 0 } else { 1 });
-}
-
-/// The address and token `berth serve --json` prints (one JSON document over several lines).
-fn address(child: &mut Child) -> (String, String) {
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut text = String::new();
-    loop {
-        let mut line = String::new();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "berth serve ended early"
-        );
-        text.push_str(&line);
-        if let Ok(v) = serde_json::from_str::<Value>(&text) {
-            let url = v["serve"]["url"].as_str().unwrap().to_string();
-            return (
-                v["serve"]["addr"].as_str().unwrap().to_string(),
-                url.split("token=").nth(1).unwrap().to_string(),
-            );
-        }
-    }
 }
 
 /// One event-stream client: notes the moment each `load_marker_N` first appears in its stream.

@@ -57,29 +57,13 @@ struct Watch {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let seconds: u64 = value("--seconds")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
-    let seed: u64 = value("--seed")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    if let Some(ms) = value("--hang-ms").and_then(|v| v.parse().ok()) {
-        HANG_MS.store(ms, Ordering::SeqCst);
-    }
-    let only: Option<Vec<String>> =
-        value("--only").map(|v| v.split(',').map(str::to_string).collect());
+    let flags = berth_chaos::Flags::from_env();
+    let seconds: u64 = flags.number("--seconds", 10);
+    let seed = flags.seed();
+    HANG_MS.store(flags.number("--hang-ms", 10_000), Ordering::SeqCst);
+    let only: Option<Vec<String>> = flags
+        .value("--only")
+        .map(|v| v.split(',').map(str::to_string).collect());
     limit_address_space();
     println!("fuzz_seed {seed}");
 

@@ -63,8 +63,9 @@ fn main() {
                 );
             }
         }
+        let db = machine.db();
         for id in &open_before_kill {
-            match machine.receipt_status(id).as_deref() {
+            match receipt_status(&db, id).as_deref() {
                 Some("unknown" | "completed" | "failed" | "cancelled") => report.settled += 1,
                 other => report.fail(
                     i,
@@ -75,7 +76,9 @@ fn main() {
         if i == iterations {
             // The restart ran nothing again.
             std::thread::sleep(Duration::from_millis(500));
-            report.check_replays(i, &machine, &lines_before);
+            if i > 0 {
+                report.check_unchanged(i, &machine.call_lines(i - 1), &lines_before);
+            }
             serving.stop();
             break;
         }
@@ -138,9 +141,10 @@ fn main() {
                 report.fail(i, format!("integrity_check: {other:?}"));
             }
         }
+        let db = machine.db();
         for (id, status) in seen.lock().unwrap().iter() {
             report.receipts += 1;
-            if status == "completed" && machine.receipt_status(id).as_deref() != Some("completed") {
+            if status == "completed" && receipt_status(&db, id).as_deref() != Some("completed") {
                 report.lost += 1;
                 report.fail(
                     i,
@@ -149,8 +153,11 @@ fn main() {
             }
         }
         open_before_kill = machine.open_receipts();
-        report.check_replays(i, &machine, &lines_before);
-        lines_before = machine.call_lines();
+        if i > 0 {
+            report.check_unchanged(i, &machine.call_lines(i - 1), &lines_before);
+        }
+        lines_before = machine.call_lines(i);
+        report.check_once(i, &lines_before);
         report.iterations += 1;
     }
     report.print();
@@ -186,21 +193,26 @@ impl Report {
         self.failures.push(what);
     }
 
-    /// Each call's file holds one line at most, and what was there before a restart is all
-    /// there is after it.
-    fn check_replays(&mut self, i: usize, m: &Machine, before: &BTreeMap<PathBuf, usize>) {
-        for (file, n) in m.call_lines() {
-            let was = before.get(&file).copied();
-            if n > 1 || was.is_some_and(|w| w != n) {
+    /// Each of these calls ran once: its file holds one line at most.
+    fn check_once(&mut self, i: usize, files: &BTreeMap<PathBuf, usize>) {
+        for (file, &n) in files {
+            if n > 1 {
                 self.replays += 1;
-                self.fail(
-                    i,
-                    format!(
-                        "{} ran {n} times (before the restart: {was:?})",
-                        file.display()
-                    ),
-                );
+                self.fail(i, format!("{} ran {n} times", file.display()));
             }
+        }
+    }
+
+    /// A restart ran none of the calls before it again: their files are as they were.
+    fn check_unchanged(
+        &mut self,
+        i: usize,
+        now: &BTreeMap<PathBuf, usize>,
+        before: &BTreeMap<PathBuf, usize>,
+    ) {
+        if now != before {
+            self.replays += 1;
+            self.fail(i, "a restart ran a call of the run before it again".into());
         }
     }
 
@@ -315,16 +327,6 @@ impl Machine {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
     }
 
-    fn receipt_status(&self, id: &str) -> Option<String> {
-        self.db()
-            .query_row(
-                "SELECT status FROM receipts WHERE receipt_id = ?1",
-                [id],
-                |r| r.get(0),
-            )
-            .ok()
-    }
-
     fn open_receipts(&self) -> BTreeSet<String> {
         let db = self.db();
         let mut st = db
@@ -334,10 +336,13 @@ impl Machine {
         ids.filter_map(Result::ok).collect()
     }
 
-    fn call_lines(&self) -> BTreeMap<PathBuf, usize> {
+    /// The marker files of iteration `i`'s calls, with their line counts.
+    fn call_lines(&self, i: usize) -> BTreeMap<PathBuf, usize> {
+        let prefix = format!("{i}-");
         std::fs::read_dir(&self.calls)
             .map(|d| {
                 d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
                     .map(|e| {
                         let n = std::fs::read_to_string(e.path())
                             .map(|t| t.lines().count())
@@ -408,6 +413,15 @@ fn request(
         .and_then(|at| serde_json::from_str(&resp[at + 4..]).ok())
         .unwrap_or(Value::Null);
     Some((status, json))
+}
+
+fn receipt_status(db: &rusqlite::Connection, id: &str) -> Option<String> {
+    db.query_row(
+        "SELECT status FROM receipts WHERE receipt_id = ?1",
+        [id],
+        |r| r.get(0),
+    )
+    .ok()
 }
 
 /// Every process below `pid` now (children of children), read from /proc.

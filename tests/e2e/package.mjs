@@ -5,7 +5,8 @@
 // with `--project OTHER` (or a bare folder, as a file manager passes it) switches the one
 // running window; a notification reaches the person while the window is not in front.
 import { execFileSync, spawn, spawnSync } from "node:child_process"
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import { dirname, join } from "node:path"
 import { driver, waitFor as waitForIn, run as runIn, screenshot, test, done } from "./wd.mjs"
 
@@ -17,6 +18,7 @@ const other = join(scratch, "other")
 const waitFor = (script, what, timeoutMs) => waitForIn(wd, session, script, what, timeoutMs)
 const inPage = (script) => runIn(wd, session, script)
 const text = (testid) => `document.querySelector('[data-testid=${testid}]')?.textContent`
+const notified = () => readFileSync(process.env.NOTIFY_LOG, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
 const appProcesses = () =>
   spawnSync("pgrep", ["-x", "berth-app"], { encoding: "utf8" }).stdout.split("\n").filter(Boolean)
 
@@ -89,7 +91,6 @@ try {
 
   await test("while the window is not in front, a tool that starts waiting is notified; the click shows it", async () => {
     const tools = join(other, ".opencode", "tools")
-    const notified = () => readFileSync(process.env.NOTIFY_LOG, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l))
     const cardOf = (file) => `[...document.querySelectorAll('[data-testid=source]')].find((c) => c.querySelector('[data-testid=source-entry]')?.textContent.endsWith('/${file}'))`
     // In front: nothing is sent.
     writeFileSync(join(tools, "seen_here.ts"), 'export default { description: "Seen", args: {}, async execute() { return "x" } }\n')
@@ -109,6 +110,37 @@ try {
         throw new Error(`notifications: ${JSON.stringify(sent)}`)
       }
       await waitFor(`return document.body.dataset.shownItem === ${JSON.stringify("source:" + id)}`, "the window to show the tool after the click")
+    } finally {
+      viewer.kill()
+    }
+  })
+
+  await test("a permission prompt opened while the window is not in front is notified; the click shows it", async () => {
+    const plugins = join(other, ".opencode", "plugins")
+    mkdirSync(plugins, { recursive: true })
+    copyFileSync(join(dirname(fileURLToPath(import.meta.url)), "..", "..", "fixtures", "plugins", "permission-gate.ts"), join(plugins, "permission-gate.ts"))
+    const card = `[...document.querySelectorAll('[data-testid=source]')].find((c) => c.querySelector('[data-testid=source-entry]')?.textContent.endsWith('/permission-gate.ts'))`
+    await waitFor(`return ${card}?.dataset.state === 'pending-approval'`, "the plugin that asks, waiting for approval")
+    await inPage(`${card}.querySelector('[data-action=allow]').click(); return true`)
+    const tool = `document.querySelector('[data-testid=tool][data-tool=guarded_write]')`
+    await waitFor(`return !!${tool}`, "its tool to load", 60_000)
+    await inPage(`${tool}.querySelector('[data-testid=tool-try] summary').click(); return true`)
+    const target = join(scratch, "guarded.txt")
+    await waitFor(`const i = ${tool}.querySelector('[data-testid=try-input]'); if (!i) return false;
+      i.value = ${JSON.stringify(target)}; i.dispatchEvent(new Event('input', { bubbles: true })); return true`, "the form")
+    const viewer = spawn("display", ["-title", "berth-elsewhere-2", "-geometry", "120x90+1150+700", "xc:gray"], { stdio: "ignore" })
+    try {
+      execFileSync("xdotool", ["search", "--sync", "--name", "berth-elsewhere-2", "windowfocus", "--sync"], { timeout: 15_000 })
+      const before = notified().length
+      await inPage(`${tool}.querySelector('[data-testid=try-run]').click(); return true`)
+      const id = await waitFor(`return document.querySelector('[data-testid=prompt]')?.dataset.promptId`, "the permission prompt")
+      const deadline = Date.now() + 15_000
+      let sent = []
+      while ((sent = notified().slice(before).filter((n) => n.summary.includes("asks for permission"))).length === 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      if (sent.length !== 1 || sent[0].summary !== "guarded_write asks for permission") throw new Error(`notifications: ${JSON.stringify(notified())}`)
+      await waitFor(`return document.body.dataset.shownItem === ${JSON.stringify("prompt:" + id)}`, "the window to show the prompt after the click")
     } finally {
       viewer.kill()
     }

@@ -15,8 +15,6 @@
 //! Owns: the loop and its checks. Must not: touch anything outside its temporary folder.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -398,21 +396,12 @@ fn request(
     body: Option<&Value>,
 ) -> Option<(u16, Value)> {
     let body = body.map(Value::to_string).unwrap_or_default();
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).ok()?;
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).ok()?;
-    let status = resp.split_whitespace().nth(1)?.parse().ok()?;
-    let json = resp
-        .find("\r\n\r\n")
-        .and_then(|at| serde_json::from_str(&resp[at + 4..]).ok())
-        .unwrap_or(Value::Null);
-    Some((status, json))
+    let (status, answer) =
+        berth_chaos::request(addr, token, method, path, &body, Duration::from_secs(30))?;
+    Some((
+        status,
+        serde_json::from_slice(&answer).unwrap_or(Value::Null),
+    ))
 }
 
 fn receipt_status(db: &rusqlite::Connection, id: &str) -> Option<String> {

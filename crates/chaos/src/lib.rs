@@ -1,12 +1,14 @@
 //! What Berth's reliability runs share (`berth-crash-loop`, `berth-load`, `berth-fuzz`): their
-//! command-line flags, and starting `berth serve` on loopback and reading the address and token
-//! it prints.
+//! command-line flags, reading the address and token `berth serve` prints, and one HTTP request
+//! to it with that token.
 //!
 //! Owns: those helpers. Must not: hold a run's checks (each binary owns its own).
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::Child;
+use std::time::Duration;
 
 /// `--flag value` pairs of the command line.
 pub struct Flags(Vec<String>);
@@ -74,4 +76,32 @@ pub fn served_address(child: &mut Child) -> (String, String) {
             );
         }
     }
+}
+
+/// One request to `berth serve` at `addr` with its token (`Connection: close`, a JSON body):
+/// its status and body, or `None` when it did not answer within `timeout`.
+pub fn request(
+    addr: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+    timeout: Duration,
+) -> Option<(u16, Vec<u8>)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).ok()?;
+    let at = resp.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let status = String::from_utf8_lossy(&resp[..at])
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((status, resp.split_off(at + 4)))
 }

@@ -84,7 +84,15 @@ fn main() {
                         _ => ("GET", "/main.js", String::new()),
                     };
                     let t = Instant::now();
-                    match request(&addr, &token, method, path, &body) {
+                    let answer = berth_chaos::request(
+                        &addr,
+                        &token,
+                        method,
+                        path,
+                        &body,
+                        Duration::from_secs(10),
+                    );
+                    match answer.map(|(code, _)| code) {
                         Some(code) if code < 400 || (method == "POST" && code == 422) => {
                             latencies.lock().unwrap().push(t.elapsed())
                         }
@@ -219,20 +227,6 @@ fn stream_client(addr: &str, token: &str, c: usize, seen: &Sightings, connected:
             tail.drain(..cut);
         }
     }
-}
-
-fn request(addr: &str, token: &str, method: &str, path: &str, body: &str) -> Option<u16> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).ok()?;
-    let mut resp = Vec::new();
-    s.read_to_end(&mut resp).ok()?;
-    let head = String::from_utf8_lossy(&resp[..resp.len().min(32)]).into_owned();
-    head.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn rss_kib(pid: u32) -> u64 {

@@ -35,14 +35,11 @@ const ADDRESS_SPACE: u64 = 1 << 30;
 pub struct Case<'a> {
     pub rng: &'a mut Rng,
     watch: &'a Watch,
-    /// The input the case used last, kept for the report if it fails.
-    input: Vec<u8>,
 }
 
 impl Case<'_> {
     /// Notes the input the case is about to feed (reported if it panics or hangs).
     pub fn note(&mut self, bytes: &[u8]) {
-        self.input = bytes.to_vec();
         *self.watch.input.lock().unwrap_or_else(|p| p.into_inner()) = bytes.to_vec();
     }
 }
@@ -99,7 +96,6 @@ fn main() {
             let mut case = Case {
                 rng: &mut rng,
                 watch: &watch,
-                input: Vec::new(),
             };
             watch.started_ms.store(now_ms(), Ordering::SeqCst);
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| target(&mut case)));
@@ -110,7 +106,7 @@ fn main() {
                 println!("fuzz_{name}_panic {why}");
                 println!(
                     "fuzz_{name}_panic_input {:?}",
-                    String::from_utf8_lossy(&case.input)
+                    String::from_utf8_lossy(&watch.input.lock().unwrap_or_else(|p| p.into_inner()))
                 );
                 failed = true;
                 break;

@@ -15,13 +15,15 @@
 //! Owns: the loop and its checks. Must not: touch anything outside its temporary folder.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::{json, Value};
+use berth_chaos::machine::Machine;
+use berth_chaos::procs::{descendants, next, running};
+
+use serde_json::json;
 
 fn main() {
     let flags = berth_chaos::Flags::from_env();
@@ -29,7 +31,10 @@ fn main() {
     let seed = flags.seed();
     let berth = flags.berth();
     println!("crash_loop_seed {seed}");
-    let machine = Machine::new(&berth);
+    let machine = Machine::new(
+        &berth,
+        &[("fixtures/tools/faults.ts", ".opencode/tools/faults.ts")],
+    );
     let mut rng = seed.max(1);
     let mut report = Report::default();
     machine.cli(&["approve", "--all"]);
@@ -75,7 +80,7 @@ fn main() {
             // The restart ran nothing again.
             std::thread::sleep(Duration::from_millis(500));
             if i > 0 {
-                report.check_unchanged(i, &machine.call_lines(i - 1), &lines_before);
+                report.check_unchanged(i, &call_lines(&machine, i - 1), &lines_before);
             }
             serving.stop();
             break;
@@ -95,7 +100,7 @@ fn main() {
                         let key = format!("{i}-{c}-{n}");
                         let file = calls.join(&key);
                         let body = json!({ "tool": "faults_count", "args": { "file": file }, "idempotency_key": key });
-                        if let Some((200, r)) = post(&addr, &token, "invoke", &body) {
+                        if let Some((200, r)) = berth_chaos::machine::post_json(&addr, &token, "POST", "/api/invoke", Some(&body)) {
                             if let (Some(id), Some(st)) = (r["receipt_id"].as_str(), r["status"].as_str()) {
                                 seen.lock().unwrap().push((id.to_string(), st.to_string()));
                             }
@@ -106,12 +111,9 @@ fn main() {
             })
             .collect();
         let value = 5_000 + i as u64;
-        if let Some((200, _)) = post(
-            &serving.addr,
-            &serving.token,
-            "policy",
-            &json!({ "key": "budget.hook", "value": value }),
-        ) {
+        if let Some((200, _)) =
+            serving.post("policy", &json!({ "key": "budget.hook", "value": value }))
+        {
             acknowledged_policy = Some(value);
         }
         std::thread::sleep(Duration::from_millis(100 + next(&mut rng) % 1_400));
@@ -152,23 +154,14 @@ fn main() {
         }
         open_before_kill = machine.open_receipts();
         if i > 0 {
-            report.check_unchanged(i, &machine.call_lines(i - 1), &lines_before);
+            report.check_unchanged(i, &call_lines(&machine, i - 1), &lines_before);
         }
-        lines_before = machine.call_lines(i);
+        lines_before = call_lines(&machine, i);
         report.check_once(i, &lines_before);
         report.iterations += 1;
     }
     report.print();
     std::process::exit(if report.failures.is_empty() { 0 } else { 1 });
-}
-
-fn next(state: &mut u64) -> u64 {
-    let mut x = *state;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *state = x;
-    x
 }
 
 #[derive(Default)]
@@ -226,182 +219,22 @@ impl Report {
     }
 }
 
-/// The scratch machine: a home, a git project with the fault tools, a data dir, the calls'
-/// marker files.
-struct Machine {
-    _dir: tempfile::TempDir,
-    berth: PathBuf,
-    home: PathBuf,
-    project: PathBuf,
-    data: PathBuf,
-    calls: PathBuf,
-}
-
-impl Machine {
-    fn new(berth: &Path) -> Machine {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .ancestors()
-            .nth(2)
-            .unwrap();
-        let (home, project, data, calls) = (
-            dir.path().join("home"),
-            dir.path().join("project"),
-            dir.path().join("data"),
-            dir.path().join("calls"),
-        );
-        for d in [
-            &home,
-            &project.join(".git"),
-            &project.join(".opencode/tools"),
-            &calls,
-        ] {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::copy(
-            root.join("fixtures/tools/faults.ts"),
-            project.join(".opencode/tools/faults.ts"),
-        )
-        .unwrap();
-        Machine {
-            _dir: dir,
-            berth: berth.to_path_buf(),
-            home,
-            project,
-            data,
-            calls,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(&self.berth);
-        c.args(args)
-            .arg("--data-dir")
-            .arg(&self.data)
-            .arg("--project")
-            .arg(&self.project)
-            .env("HOME", &self.home)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_DATA_HOME")
-            .env_remove("OPENCODE_CONFIG")
-            .env_remove("OPENCODE_CONFIG_DIR");
-        c
-    }
-
-    fn cli(&self, args: &[&str]) {
-        let out = self
-            .command(args)
-            .arg("--json")
-            .output()
-            .expect("berth runs");
-        assert!(
-            out.status.success(),
-            "berth {args:?}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
-
-    fn serve(&self) -> Serving {
-        let mut child = self
-            .command(&["serve", "--json", "--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("berth serve starts");
-        let (addr, token) = berth_chaos::served_address(&mut child);
-        Serving { child, addr, token }
-    }
-
-    fn db(&self) -> rusqlite::Connection {
-        rusqlite::Connection::open_with_flags(
-            self.data.join("berth.db"),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE,
-        )
-        .expect("the store opens")
-    }
-
-    fn integrity(&self) -> rusqlite::Result<String> {
-        self.db()
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-    }
-
-    fn open_receipts(&self) -> BTreeSet<String> {
-        let db = self.db();
-        let mut st = db
-            .prepare("SELECT receipt_id FROM receipts WHERE status IN ('accepted', 'running')")
-            .unwrap();
-        let ids = st.query_map([], |r| r.get(0)).unwrap();
-        ids.filter_map(Result::ok).collect()
-    }
-
-    /// The marker files of iteration `i`'s calls, with their line counts.
-    fn call_lines(&self, i: usize) -> BTreeMap<PathBuf, usize> {
-        let prefix = format!("{i}-");
-        std::fs::read_dir(&self.calls)
-            .map(|d| {
-                d.flatten()
-                    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-                    .map(|e| {
-                        let n = std::fs::read_to_string(e.path())
-                            .map(|t| t.lines().count())
-                            .unwrap_or(0);
-                        (e.path(), n)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-struct Serving {
-    child: Child,
-    addr: String,
-    token: String,
-}
-
-impl Serving {
-    fn get(&self, path: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some((200, v)) = request(&self.addr, &self.token, "GET", path, None) {
-                return v;
-            }
-            assert!(Instant::now() < deadline, "GET {path} did not answer");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// The last run ends the way a person ends it (SIGTERM), its hosts shut down.
-    fn stop(mut self) {
-        // SAFETY: a plain signal to the child this run started.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
-fn post(addr: &str, token: &str, path: &str, body: &Value) -> Option<(u16, Value)> {
-    request(addr, token, "POST", &format!("/api/{path}"), Some(body))
-}
-
-fn request(
-    addr: &str,
-    token: &str,
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-) -> Option<(u16, Value)> {
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let (status, answer) =
-        berth_chaos::request(addr, token, method, path, &body, Duration::from_secs(30))?;
-    Some((
-        status,
-        serde_json::from_slice(&answer).unwrap_or(Value::Null),
-    ))
+/// The marker files of iteration `i`'s calls, with their line counts.
+fn call_lines(machine: &Machine, i: usize) -> BTreeMap<PathBuf, usize> {
+    let prefix = format!("{i}-");
+    std::fs::read_dir(&machine.calls)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| {
+                    let n = std::fs::read_to_string(e.path())
+                        .map(|t| t.lines().count())
+                        .unwrap_or(0);
+                    (e.path(), n)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn receipt_status(db: &rusqlite::Connection, id: &str) -> Option<String> {
@@ -411,32 +244,4 @@ fn receipt_status(db: &rusqlite::Connection, id: &str) -> Option<String> {
         |r| r.get(0),
     )
     .ok()
-}
-
-/// Every process below `pid` now (children of children), read from /proc.
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut todo = vec![pid];
-    while let Some(p) = todo.pop() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-            continue;
-        };
-        for t in tasks.flatten() {
-            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-            for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
-                out.push(c);
-                todo.push(c);
-            }
-        }
-    }
-    out
-}
-
-/// Alive and not a zombie waiting for its reaper.
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().chars().next()))
-        .flatten()
-        .is_some_and(|state| state != 'Z' && state != 'X')
 }

@@ -1,8 +1,12 @@
-//! What Berth's reliability runs share (`berth-crash-loop`, `berth-load`, `berth-fuzz`): their
-//! command-line flags, reading the address and token `berth serve` prints, and one HTTP request
-//! to it with that token.
+//! What Berth's reliability runs share (`berth-crash-loop`, `berth-soak`, `berth-load`,
+//! `berth-fuzz`): their command-line flags, reading the address and token `berth serve` prints,
+//! one HTTP request to it with that token; the scratch machine ([`machine`]) and /proc reads
+//! ([`procs`]).
 //!
 //! Owns: those helpers. Must not: hold a run's checks (each binary owns its own).
+
+pub mod machine;
+pub mod procs;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

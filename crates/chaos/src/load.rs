@@ -47,7 +47,7 @@ fn main() {
         .expect("berth serve starts");
     let (addr, token) = berth_chaos::served_address(&mut child);
     std::thread::sleep(Duration::from_millis(300));
-    let rss_before = rss_kib(child.id());
+    let rss_before = berth_chaos::procs::rss_kib(child.id());
 
     // The event-stream clients: each records when it saw each marker.
     let seen: Arc<Sightings> = Arc::new(Mutex::new(vec![Vec::new(); clients]));
@@ -128,7 +128,7 @@ fn main() {
         let _ = w.join();
     }
     std::thread::sleep(Duration::from_secs(1));
-    let rss_after = rss_kib(child.id());
+    let rss_after = berth_chaos::procs::rss_kib(child.id());
 
     let mut slowest = Duration::ZERO;
     let mut late = 0usize;
@@ -227,15 +227,4 @@ fn stream_client(addr: &str, token: &str, c: usize, seen: &Sightings, connected:
             tail.drain(..cut);
         }
     }
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }

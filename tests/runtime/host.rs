@@ -282,6 +282,57 @@ async fn a_host_that_keeps_crashing_is_paused_with_a_reason() {
     berth.shutdown_hosts().await;
 }
 
+/// Found by the soak: a call that a paused host refused left its receipt `accepted` for good,
+/// and the sources kept reading active (no Resume on the page) until something rescanned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_a_paused_host_refuses_closes_its_receipt_and_the_sources_read_paused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let berth = berth_with_faults(dir.path());
+    let args = || serde_json::json!({});
+    for _ in 0..3 {
+        let r = berth
+            .invoke("faults_exits", args(), None, None, Default::default())
+            .await
+            .expect("a receipt");
+        assert_eq!(r.error.map(|e| e.code).as_deref(), Some("worker-lost"));
+    }
+    let refused = berth
+        .invoke("faults_throws", args(), None, None, Default::default())
+        .await
+        .expect_err("the host is paused");
+    assert_eq!(refused.code, "temporarily-unavailable", "{refused:?}");
+    // No activation, no rescan: the calls' own publish shows it.
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let status = berth.status();
+        let newest = status.calls.first().expect("the refused call's receipt");
+        let paused = status.sources[0].state == berth_discovery::SourceState::Paused;
+        let closed = newest.status != berth_store::ReceiptStatus::Accepted;
+        if paused && newest.tool == "faults_throws" && closed {
+            assert_eq!(
+                newest.status,
+                berth_store::ReceiptStatus::Failed,
+                "{newest:?}"
+            );
+            assert_eq!(
+                newest.error.as_ref().map(|e| e.code.as_str()),
+                Some("temporarily-unavailable")
+            );
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "{:?} / {:?}",
+            status.sources[0].state,
+            status.calls.first()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(berth.resume_hosts().await.len(), 1);
+    assert_answers(&berth, dir.path()).await;
+    berth.shutdown_hosts().await;
+}
+
 /// Seed 003 §12: after a change or a restart, an old tool definition has no effect. A changed
 /// source runs in a fresh host (Bun caches a module by path, whatever the query); calls in
 /// flight on the old host finish there; a recycled host is not a crash.

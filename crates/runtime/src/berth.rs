@@ -176,8 +176,7 @@ impl Berth {
         self.parts.policy.current()
     }
 
-    /// Sets the person's value of a policy key (`None`: back to the layer above); refused when
-    /// it would loosen a higher layer. The next call applies it.
+    /// The person's value of a policy key (`None`: the layer above's); refused if it loosens one.
     pub fn set_policy(
         &self,
         key: &str,
@@ -309,10 +308,11 @@ impl Berth {
         self.parts.catalog.resume_hosts().await
     }
 
-    /// For long-running front ends: activation and update checks, while the guard lives.
+    /// For long-running front ends: activation, update checks, freed memory given back.
     pub fn keep_active(&self) -> crate::catalog::KeepActive {
+        let trim = tokio::spawn(crate::memory::keep_trimmed(self.subscribe()));
         let updates = tokio::spawn(self.parts.updates.clone().keep_updated());
-        crate::catalog::KeepActive::new(vec![self.parts.catalog.keep_active(), updates])
+        crate::catalog::KeepActive::new(vec![self.parts.catalog.keep_active(), updates, trim])
     }
 
     // ---- versions and updates ------------------------------------------------------------

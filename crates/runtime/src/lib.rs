@@ -29,6 +29,7 @@ mod governor;
 mod integrity;
 pub mod logging;
 mod mcp_servers;
+mod memory;
 mod plugin_calls;
 pub mod policy;
 mod project;

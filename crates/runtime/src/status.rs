@@ -31,6 +31,8 @@ pub(crate) struct Status {
     published: Mutex<Published>,
     /// Numbers the rescans in the order they start reading.
     started: AtomicU64,
+    /// What the hosts' restart budgets held paused at the last publish (see `pauses`).
+    pauses_seen: Mutex<String>,
 }
 
 /// The fingerprint of the published snapshot and the rescan it came from. Rescans run on
@@ -75,6 +77,7 @@ impl Status {
             scanner,
             published: Mutex::new(Published::default()),
             started: AtomicU64::new(1),
+            pauses_seen: Mutex::default(),
         }
     }
 
@@ -126,10 +129,10 @@ impl Status {
             .supervisor_if_started()
             .map(|s| s.hosts_now())
             .unwrap_or_default();
-        let quarantined = self
+        let (quarantined, backend_paused) = self
             .core
             .supervisor_if_started()
-            .map(|s| s.quarantined())
+            .map(|s| (s.quarantined(), s.is_paused(backend)))
             .unwrap_or_default();
         let project_key = if g.has_git {
             g.worktree.display().to_string()
@@ -161,6 +164,14 @@ impl Status {
                         if let Some(s) = activity.get(&src.id) {
                             state = *s;
                         }
+                    }
+                    // A budget spent since the last activation (a call found the host paused):
+                    // it reads paused, with its Resume, not active.
+                    if matches!(state, SourceState::Active | SourceState::Approved)
+                        && src.kind != SourceKind::Mcp
+                        && (backend_paused || quarantined.contains_key(&src.id))
+                    {
+                        state = SourceState::Paused;
                     }
                     // It cannot be read now and its loaded version serves on (not a new
                     // question: nothing new of it runs).
@@ -415,6 +426,24 @@ impl Status {
 
     /// Publishes a change of what plugins asked the person for (toasts, permission prompts)
     /// on the current snapshot, without rescanning anything.
+    /// The backends and plugins the restart budgets hold paused now, as one comparable text.
+    fn pauses(&self) -> String {
+        self.core
+            .supervisor_if_started()
+            .map(|s| {
+                let backends = [
+                    crate::runtimes::RuntimeKind::Bun,
+                    crate::runtimes::RuntimeKind::Node,
+                ]
+                .map(|b| s.is_paused(b));
+                format!(
+                    "{backends:?} {:?}",
+                    s.quarantined().keys().collect::<Vec<_>>()
+                )
+            })
+            .unwrap_or_default()
+    }
+
     pub(crate) fn publish_world_now(&self) {
         // The same lock as `rescan`, so neither overwrites the other's newer snapshot.
         let _published = self.published.lock().unwrap_or_else(|p| p.into_inner());
@@ -498,6 +527,18 @@ impl Publisher for Status {
         self.publish_world_now();
     }
     fn publish_calls(&self) {
+        // A call found a backend paused or a plugin quarantined (or resumed) since the last
+        // snapshot: the sources' states change too, so the whole status is read again.
+        let pauses = self.pauses();
+        {
+            let mut seen = self.pauses_seen.lock().unwrap_or_else(|p| p.into_inner());
+            if *seen != pauses {
+                *seen = pauses;
+                drop(seen);
+                self.rescan();
+                return;
+            }
+        }
         // The same lock as `rescan`, so neither overwrites the other's newer snapshot.
         let _published = self.published.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.core.status();

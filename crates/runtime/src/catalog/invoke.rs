@@ -86,38 +86,46 @@ impl Catalog {
                 receipting::Opened::Existing(r) => return Ok(*r),
                 receipting::Opened::New(id) => id,
             };
-        let sup = self.core.supervisor().await?;
-        let tool_host = entry.host.clone();
-        let host = sup.host_for(&tool_host).await?;
-        if !host
-            .loaded
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(&entry.provider.source_id)
-        {
-            // The host was replaced since activation: load again (a load, not a replay).
-            let act = self.activate().await;
-            if !act.tools.iter().any(|t| t.name == tool) {
-                let e = act.problems.into_iter().next().unwrap_or_else(|| {
-                    BerthError::new(
-                        code::WORKER_LOST,
-                        "invoke",
-                        "the tool could not be loaded again",
-                        "retry",
-                    )
-                });
-                self.core.with_store(|s| {
-                    s.finish_receipt(
-                        &receipt_id,
-                        &Finish {
-                            error: Some((e.code, &e.message)),
-                            ..Finish::new(ReceiptStatus::Failed)
-                        },
-                    )
-                })?;
+        // The receipt is open: whatever stops the call before it runs closes it as failed
+        // (a paused host, a load that failed), never left `accepted`.
+        let ready = async {
+            let sup = self.core.supervisor().await?;
+            let host = sup.host_for(&entry.host).await?;
+            if !host
+                .loaded
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&entry.provider.source_id)
+            {
+                // The host was replaced since activation: load again (a load, not a replay).
+                let act = self.activate().await;
+                if !act.tools.iter().any(|t| t.name == tool) {
+                    return Err(act.problems.into_iter().next().unwrap_or_else(|| {
+                        BerthError::new(
+                            code::WORKER_LOST,
+                            "invoke",
+                            "the tool could not be loaded again",
+                            "retry",
+                        )
+                    }));
+                }
+            }
+            Ok(host)
+        };
+        let tool_host = &entry.host;
+        let host = match ready.await {
+            Ok(ready) => ready,
+            Err(e) => {
+                self.close_receipt(
+                    &receipt_id,
+                    &Finish {
+                        error: Some((e.code, &e.message)),
+                        ..Finish::new(ReceiptStatus::Failed)
+                    },
+                )?;
                 return Err(e);
             }
-        }
+        };
         self.mark_running(&receipt_id)?;
         let opts = CallOptions {
             // The policy's `budget.tool` when the caller gives no timeout.
@@ -132,7 +140,7 @@ impl Catalog {
         let truncate = outputs::spec(
             &self.core.options.data_dir,
             &receipt_id,
-            &tool_host,
+            tool_host,
             &entry.provider.source_id,
         );
         let project = &self.core.status().project;
@@ -164,7 +172,7 @@ impl Catalog {
             .before
             .iter()
             .chain(hooks.after.iter())
-            .all(|(_, k)| k == &tool_host)
+            .all(|(_, k)| k == tool_host)
         {
             // One host runs the hooks and the tool in one call (the usual case).
             let ids = |o: &[(String, HostKey)]| -> Vec<String> {

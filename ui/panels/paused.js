@@ -1,6 +1,7 @@
-// Paused sources (their plugin host spent its restart budget). Owns: the banner above everything,
-// the paused part of a source's card, and the last "Resume" this page sent. Must not: mark a
-// source as resumed itself: that arrives with the next snapshot.
+// Paused sources (their plugin host spent its restart budget) and hooks and tools paused on their
+// own. Owns: the banner above everything, the paused parts of a source's card, and the last
+// "Resume" this page sent. Must not: mark anything as resumed itself: that arrives with the next
+// snapshot.
 
 import { el } from '../dom.js';
 import { arr, obj, str, plural, sourceName, BACKENDS } from '../words.js';
@@ -56,6 +57,15 @@ function resumeStatus() {
   ]);
 }
 
+/** `sendResume()` as a promise, also when it throws at once. */
+function sendResumeNow() {
+  try {
+    return Promise.resolve(sendResume());
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
 function resume(button) {
   if (!sendResume || (resuming && resuming.phase === 'sending')) return;
   const focusKey = button && button.dataset.focusGlobal;
@@ -63,12 +73,7 @@ function resume(button) {
   const entry = { phase: 'sending', error: null, resumed: [], noneFound: false, timer: null };
   resuming = entry;
   rerender();
-  let sent;
-  try {
-    sent = Promise.resolve(sendResume());
-  } catch (err) {
-    sent = Promise.reject(err);
-  }
+  const sent = sendResumeNow();
   sent.then((resumed) => {
     if (resuming !== entry) return;
     entry.phase = 'sent';
@@ -146,4 +151,91 @@ export function renderPausedSource(s) {
       }),
     ]),
   ]);
+}
+
+// Hooks and tools Berth paused on their own (`paused_parts`): the source stays active, the rest
+// of it runs. The last "Resume" sent for them: { phase, error, id } (settled once the source's
+// snapshot lists none).
+let partsResuming = null;
+
+/** What of a source is paused on its own, `[]` for nothing. */
+export const pausedPartsOf = (s) => arr(obj(s).paused_parts).map(obj);
+
+/** A small mark for the card's head when some of its hooks or tools are paused. */
+export function pausedPartsPill(s) {
+  const n = pausedPartsOf(s).length;
+  if (!n) return null;
+  return el('span', {
+    className: 'badge badge-limited badge-quiet',
+    testid: 'partly-paused',
+    dataset: { count: n },
+    title: n + ' ' + plural(n, 'hook or tool is', 'hooks or tools are') + ' paused for failing again and again',
+    text: 'Partly paused',
+  });
+}
+
+/** In an active source's card: each hook or tool paused on its own, why, and Resume. */
+export function renderPausedParts(s) {
+  const parts = pausedPartsOf(s);
+  const id = str(s.id);
+  if (partsResuming && partsResuming.id === id && partsResuming.phase === 'sent' && !parts.length) partsResuming = null;
+  if (!parts.length) return null;
+  const n = parts.length;
+  const mine = partsResuming && partsResuming.id === id ? partsResuming : null;
+  const button = el('button', {
+    className: 'btn btn-small btn-resume',
+    testid: 'resume-parts',
+    text: 'Resume',
+    attrs: { 'aria-label': 'Run the paused ' + plural(n, 'hook or tool', 'hooks and tools') + ' of ' + sourceName(s) + ' again' },
+  });
+  button.type = 'button';
+  button.disabled = !!mine && mine.phase !== 'error';
+  button.addEventListener('click', () => resumeParts(id));
+  return el('section', {
+    className: 'limited paused-parts',
+    testid: 'paused-parts',
+    dataset: { count: n },
+    attrs: { 'aria-label': 'What Berth paused of ' + sourceName(s) },
+  }, [
+    el('p', { className: 'limited-title' }, [
+      el('strong', { text: 'Partly paused. ' }),
+      plural(n, 'This', 'These') + ' failed again and again, so Berth stopped calling ' + plural(n, 'it', 'them') +
+        '; the rest of ' + sourceName(s) + ' keeps working.',
+    ]),
+    el('ul', { className: 'limited-items' }, parts.map((p) => el('li', {
+      className: 'limited-item',
+      testid: 'paused-part',
+      dataset: { capability: str(p.capability), code: str(p.code) },
+    }, [
+      el('p', { className: 'limited-what' }, [
+        el('span', { className: 'mono limited-name', testid: 'paused-part-name', text: str(p.capability) }),
+      ]),
+      el('p', { className: 'limited-why', text: str(p.reason) }),
+    ]))),
+    el('div', { className: 'paused-actions' }, [
+      button,
+      mine && mine.phase === 'error' ? errorBox(mine.error, 'Could not resume: ', 'resume-parts-error') : null,
+      mine && mine.phase !== 'error'
+        ? el('span', { className: 'progress', testid: 'resume-parts-progress', attrs: { role: 'status' }, text: 'Resuming\u2026' })
+        : null,
+    ]),
+  ]);
+}
+
+function resumeParts(id) {
+  if (!sendResume || (partsResuming && partsResuming.phase === 'sending')) return;
+  const entry = { phase: 'sending', error: null, id };
+  partsResuming = entry;
+  rerender();
+  const sent = sendResumeNow();
+  sent.then(() => {
+    if (partsResuming !== entry) return;
+    entry.phase = 'sent';
+    rerender();
+  }, (err) => {
+    if (partsResuming !== entry) return;
+    entry.phase = 'error';
+    entry.error = describeError(err);
+    rerender();
+  });
 }

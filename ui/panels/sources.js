@@ -14,7 +14,7 @@ import { renderDiagnostics, problemPill } from '../problems.js';
 import {
   later, laterKey, originParts, capsList, renderApprovalPanel, renderDeferred, renderDecided,
 } from './approvals.js';
-import { renderPausedSource } from './paused.js';
+import { renderPausedSource, renderPausedParts, pausedPartsPill } from './paused.js';
 import { renderLimited, limitedPill } from './limits.js';
 import { renderVersions } from './versions.js';
 import { renderSignIn } from './sign_in.js';
@@ -108,6 +108,7 @@ function renderSource(s, pos) {
       s.state === 'preparing' ? renderPreparing(s) : null,
       s.state === 'active' ? renderRunsIn(s) : null,
       s.state === 'updating' ? renderUpdating(s) : null,
+      renderPausedParts(s),
       renderLimited(s),
       renderVersions(s),
       renderSignIn(s),
@@ -137,6 +138,7 @@ function renderSource(s, pos) {
         ]),
       ]),
       diags.length ? problemPill(diags) : null,
+      pausedPartsPill(s),
       limitedPill(s),
       el('span', {
         className: 'badge badge-' + badgeTone,

@@ -214,6 +214,9 @@ pub struct SourceView {
     /// What the policy's caps keep from it (held for review or refused); the rest is active
     /// (*partially limited*).
     pub limited: Vec<crate::policy::Limited>,
+    /// Its hooks and tools Berth paused on their own for failing again and again (the source
+    /// stays active; the rest of it runs).
+    pub paused_parts: Vec<crate::catalog::streaks::PausedPart>,
     /// The mode it runs in, and why.
     pub run_mode: RunMode,
     /// Its execution versions and, for an npm plugin, its updates.

@@ -325,6 +325,7 @@ impl Status {
                                 .map(|o| policy.judge(&source.id, &o.tools, &o.hooks).limited)
                                 .unwrap_or_default()
                         }),
+                        paused_parts: self.catalog.paused_parts(&source.id),
                         run_mode: RunMode::of(restricted, layer, &g.worktree),
                         sign_in,
                         source,

@@ -1,5 +1,6 @@
 //! Hook chains in OpenCode's order: one shared output passed host by host (plugins with a
-//! host of their own keep their place in the chain).
+//! host of their own keep their place in the chain). A plugin's hook paused for failing again
+//! and again (`streaks`) is left out of the chain; the others run as before.
 
 use std::time::Duration;
 
@@ -83,6 +84,21 @@ impl Catalog {
         let mut output = output;
         let mut steps: Vec<Value> = Vec::new();
         let mut answered_by = Value::Null;
+        let capability = format!("hook {name}");
+        let kept: Vec<(String, HostKey)>;
+        let owners = if owners
+            .iter()
+            .any(|(p, _)| self.streaks.is_paused(p, &capability))
+        {
+            kept = owners
+                .iter()
+                .filter(|(p, _)| !self.streaks.is_paused(p, &capability))
+                .cloned()
+                .collect();
+            &kept[..]
+        } else {
+            owners
+        };
         if owners.is_empty() {
             return Ok(serde_json::json!({ "output": output, "steps": [] }));
         }
@@ -124,9 +140,15 @@ impl Catalog {
                         e.message,
                         "fix or disable the plugin named; OpenCode fails this operation the same way",
                     );
+                    if let Some(p) = &plugin {
+                        self.note_failure(p, &capability, err.code, &err.message);
+                    }
                     err.plugin = plugin;
                     err
                 })?;
+            for p in &instances {
+                self.streaks.succeeded(p, &capability);
+            }
             if i == owners.len() && first {
                 // One host ran the whole chain (the usual case): its answer as it is.
                 return Ok(v);

@@ -81,6 +81,9 @@ impl Catalog {
                 .invoke_mcp(&entry, tool, args, idempotency_key, timeout, control)
                 .await;
         }
+        if let Some(refused) = self.refuse_paused_tool(&entry.provider.source_id, tool) {
+            return Err(refused);
+        }
         let receipt_id =
             match self.open_receipt(tool, &entry.provider.source_id, &args, idempotency_key)? {
                 receipting::Opened::Existing(r) => return Ok(*r),
@@ -236,6 +239,16 @@ impl Catalog {
             .ok()
             .filter(|v| !v["finalArgs"].is_null())
             .map(|v| berth_discovery::sha256_hex(v["finalArgs"].to_string().as_bytes()));
+        let capability = format!("tool {tool}");
+        match &outcome {
+            Ok(_) => self
+                .streaks
+                .succeeded(&entry.provider.source_id, &capability),
+            Err(e) if streaks::counts_for_a_tool(e.code, timeout.is_none()) => {
+                self.note_failure(&entry.provider.source_id, &capability, e.code, &e.message)
+            }
+            Err(_) => {}
+        }
         let end = match &outcome {
             Ok(v) => Finish {
                 title: v["title"].as_str(),

@@ -22,6 +22,7 @@ pub mod outputs;
 mod prepare;
 mod receipting;
 mod restricted;
+pub mod streaks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -477,6 +478,8 @@ pub(crate) struct Catalog {
     me: Weak<Catalog>,
     /// The connections to approved MCP servers (their tools are registered here like others).
     mcp: crate::mcp_servers::McpServers,
+    /// Hooks and tools failing again and again: their log lines and their own pauses.
+    streaks: streaks::Streaks,
 }
 
 impl Catalog {
@@ -491,6 +494,7 @@ impl Catalog {
             effective_config: Mutex::new(None),
             me: me.clone(),
             mcp: crate::mcp_servers::McpServers::new(&domain),
+            streaks: streaks::Streaks::default(),
         })
     }
 
@@ -591,9 +595,9 @@ impl Catalog {
 }
 
 impl Catalog {
-    /// Manual resume of plugin hosts paused after their restart budget was spent: their crash
-    /// history is forgotten and the paused sources are activated again. Returns the backends
-    /// that were paused.
+    /// Manual resume of plugin hosts paused after their restart budget was spent (their crash
+    /// history is forgotten and the paused sources are activated again), and of hooks and tools
+    /// paused on their own. Returns the backends that were paused.
     pub async fn resume_hosts(&self) -> Vec<RuntimeKind> {
         let Some(sup) = self.core.supervisor().await.ok() else {
             return Vec::new();
@@ -602,6 +606,11 @@ impl Catalog {
             .into_iter()
             .filter(|b| sup.resume(*b))
             .collect();
+        // Hooks and tools paused on their own run again too (`streaks`).
+        if self.resume_parts() > 0 {
+            let core = self.core.clone();
+            let _ = tokio::task::spawn_blocking(move || core.rescan()).await;
+        }
         if self.mcp.resume_all() || !resumed.is_empty() {
             self.state
                 .lock()

@@ -216,7 +216,7 @@ pub struct SourceView {
     pub limited: Vec<crate::policy::Limited>,
     /// Its hooks and tools Berth paused on their own for failing again and again (the source
     /// stays active; the rest of it runs).
-    pub paused_parts: Vec<crate::catalog::streaks::PausedPart>,
+    pub paused_parts: Vec<PausedPart>,
     /// The mode it runs in, and why.
     pub run_mode: RunMode,
     /// Its execution versions and, for an npm plugin, its updates.
@@ -225,6 +225,17 @@ pub struct SourceView {
     /// whether the keyring holds a sign-in for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sign_in: Option<SignInView>,
+}
+
+/// A contribution paused on its own, as the source's card shows it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PausedPart {
+    /// `hook <name>` or `tool <name>`.
+    pub capability: String,
+    /// Why, with the last error.
+    pub reason: String,
+    pub code: String,
+    pub since_ms: u64,
 }
 
 /// A remote MCP server's sign-in, as its card shows it.

@@ -14,23 +14,12 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+pub use crate::snapshot::PausedPart;
 
 /// Failures in a row after which a contribution is paused.
 pub const STREAK: u32 = 5;
 /// Identical errors are summed up in the log at most this often.
 pub const LOG_EVERY: Duration = Duration::from_secs(60);
-
-/// A contribution paused on its own, as the source's card shows it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct PausedPart {
-    /// `hook <name>` or `tool <name>`.
-    pub capability: String,
-    /// Why, with the last error.
-    pub reason: String,
-    pub code: String,
-    pub since_ms: u64,
-}
 
 /// What one failure means for the log and the contribution.
 #[derive(Debug, PartialEq, Eq)]

@@ -11,14 +11,14 @@ use serde_json::json;
 #[path = "support.rs"]
 mod support;
 
+/// hook-matrix transforms, then hook-faults (loaded after it) injects.
+const HOOK_PLUGINS: &[(&str, &str)] = &[
+    ("plugins/hook-matrix.ts", ".opencode/plugins/hook-matrix.ts"),
+    ("plugins/hook-faults.ts", ".opencode/plugins/hook-faults.ts"),
+];
+
 fn berth_with_hooks(dir: &std::path::Path) -> Berth {
-    let berth = support::open_project(
-        dir,
-        &[
-            ("plugins/hook-matrix.ts", ".opencode/plugins/hook-matrix.ts"),
-            ("plugins/hook-faults.ts", ".opencode/plugins/hook-faults.ts"),
-        ],
-    );
+    let berth = support::open_project(dir, HOOK_PLUGINS);
     berth.decide(None, Decision::Allow, "test", false).unwrap();
     berth
 }
@@ -150,5 +150,127 @@ async fn a_hook_failing_again_and_again_is_paused_alone_and_the_rest_serves() {
     let again = chat_params(&berth).await.expect_err("it runs again");
     assert_eq!(again.code, "plugin-failed");
     std::env::remove_var("BERTH_TEST_THROW_HOOK");
+    berth.shutdown_hosts().await;
+}
+
+/// hook-faults as a file that loads after hook-matrix: the thrower sits behind the plugin it
+/// names.
+const THROWER_LAST: &[(&str, &str)] = &[
+    ("plugins/hook-matrix.ts", ".opencode/plugins/hook-matrix.ts"),
+    ("plugins/hook-faults.ts", ".opencode/plugins/zz-thrower.ts"),
+];
+
+/// The attacker's try: a plugin whose hook throws an error naming the plugin before it in the
+/// chain (say, to have a guard hook of that plugin paused). The blame follows the host's own
+/// word for who threw, never the error's text: the thrower is paused, the other runs on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_cannot_put_its_failures_and_its_pause_on_another_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    // The ids first (nothing approved, nothing started), so hook-faults can name hook-matrix's.
+    let (matrix, faults) = {
+        let ids: Vec<String> = support::open_project(dir.path(), THROWER_LAST)
+            .status()
+            .sources
+            .iter()
+            .map(|s| s.source.id.clone())
+            .collect();
+        let id_of = |prefix: &str| ids.iter().find(|i| i.starts_with(prefix)).cloned();
+        (id_of("plugin-hook-matrix"), id_of("plugin-zz-thrower"))
+    };
+    let (matrix, faults) = (matrix.unwrap(), faults.unwrap());
+    std::env::set_var("BERTH_TEST_THROW_HOOK", "chat.params");
+    std::env::set_var(
+        "BERTH_TEST_THROW_MESSAGE",
+        format!("{matrix} failed, blame {matrix}"),
+    );
+    let berth = support::open_project(dir.path(), THROWER_LAST);
+    berth.decide(None, Decision::Allow, "test", false).unwrap();
+    let act = berth.activate().await;
+    assert!(act.problems.is_empty(), "{:?}", act.problems);
+    for i in 0..(STREAK as usize + 3) {
+        match chat_params(&berth).await {
+            Err(e) => assert_eq!(
+                e.plugin.as_deref(),
+                Some(faults.as_str()),
+                "call {i}: {e:?}"
+            ),
+            Ok(out) => assert_eq!(out["temperature"], "reassigned", "hook-matrix still runs"),
+        }
+    }
+    let paused = |id: &str| {
+        berth
+            .status()
+            .sources
+            .iter()
+            .find(|s| s.source.id == id)
+            .map(|s| s.paused_parts.len())
+            .unwrap()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while paused(&faults) == 0 && std::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(paused(&faults), 1, "the thrower is paused");
+    assert_eq!(paused(&matrix), 0, "the plugin it named is not");
+    std::env::remove_var("BERTH_TEST_THROW_HOOK");
+    std::env::remove_var("BERTH_TEST_THROW_MESSAGE");
+    berth.shutdown_hosts().await;
+}
+
+/// A tool that times out again and again against Berth's budget is paused alone; a retry of
+/// an earlier call with its key still gets that call's receipt (idempotency first), a new call
+/// is refused, and the tool's siblings answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_timing_out_again_and_again_is_paused_alone_and_a_keyed_retry_keeps_its_receipt() {
+    let dir = tempfile::tempdir().unwrap();
+    let berth = support::open_project(
+        dir.path(),
+        &[("tools/faults.ts", ".opencode/tools/faults.ts")],
+    );
+    berth.decide(None, Decision::Allow, "test", false).unwrap();
+    berth
+        .set_policy("budget.tool", Some(json!(200)), "test")
+        .unwrap();
+    let waits = |key: String| {
+        let berth = &berth;
+        async move {
+            berth
+                .invoke(
+                    "faults_waits",
+                    json!({}),
+                    Some(&key),
+                    None,
+                    Default::default(),
+                )
+                .await
+        }
+    };
+    let mut first = None;
+    for i in 0..STREAK {
+        let r = waits(format!("w-{i}")).await.expect("a receipt");
+        assert_eq!(
+            r.error.as_ref().map(|e| e.code.as_str()),
+            Some("timeout"),
+            "{r:?}"
+        );
+        first.get_or_insert(r);
+    }
+    let first = first.unwrap();
+    let again = waits("w-0".into()).await.expect("the earlier receipt");
+    assert_eq!(again.receipt_id, first.receipt_id);
+    let refused = waits("w-new".into()).await.expect_err("paused");
+    assert_eq!(refused.code, "temporarily-unavailable", "{refused:?}");
+    let count = dir.path().join("count.txt");
+    let r = berth
+        .invoke(
+            "faults_count",
+            json!({ "file": count }),
+            None,
+            None,
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.output.as_deref(), Some("counted"), "its siblings answer");
     berth.shutdown_hosts().await;
 }

@@ -425,26 +425,26 @@ impl Status {
         Some(event)
     }
 
-    /// Publishes a change of what plugins asked the person for (toasts, permission prompts)
-    /// on the current snapshot, without rescanning anything.
-    /// The backends and plugins the restart budgets hold paused now, as one comparable text.
+    /// The backends and plugins the restart budgets hold paused now, as one comparable text
+    /// (empty when nothing is, as before the first publish).
     fn pauses(&self) -> String {
-        self.core
-            .supervisor_if_started()
-            .map(|s| {
-                let backends = [
-                    crate::runtimes::RuntimeKind::Bun,
-                    crate::runtimes::RuntimeKind::Node,
-                ]
-                .map(|b| s.is_paused(b));
-                format!(
-                    "{backends:?} {:?}",
-                    s.quarantined().keys().collect::<Vec<_>>()
-                )
-            })
-            .unwrap_or_default()
+        let Some(s) = self.core.supervisor_if_started() else {
+            return String::new();
+        };
+        let backends = [
+            crate::runtimes::RuntimeKind::Bun,
+            crate::runtimes::RuntimeKind::Node,
+        ]
+        .map(|b| s.is_paused(b));
+        let quarantined = s.quarantined();
+        if !backends.contains(&true) && quarantined.is_empty() {
+            return String::new();
+        }
+        format!("{backends:?} {:?}", quarantined.keys().collect::<Vec<_>>())
     }
 
+    /// Publishes a change of what plugins asked the person for (toasts, permission prompts)
+    /// on the current snapshot, without rescanning anything.
     pub(crate) fn publish_world_now(&self) {
         // The same lock as `rescan`, so neither overwrites the other's newer snapshot.
         let _published = self.published.lock().unwrap_or_else(|p| p.into_inner());

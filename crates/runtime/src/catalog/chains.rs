@@ -86,10 +86,7 @@ impl Catalog {
         let mut answered_by = Value::Null;
         let capability = format!("hook {name}");
         let kept: Vec<(String, HostKey)>;
-        let owners = if owners
-            .iter()
-            .any(|(p, _)| self.streaks.is_paused(p, &capability))
-        {
+        let owners = if self.streaks.any_paused() {
             kept = owners
                 .iter()
                 .filter(|(p, _)| !self.streaks.is_paused(p, &capability))
@@ -130,9 +127,12 @@ impl Catalog {
                 .call("hooks", CallKind::HookChain, body, opts)
                 .await
                 .map_err(|e| {
+                    // The host names the failing plugin first (`hook <name> of <instance> …`,
+                    // berth-host.mjs); what the plugin threw comes after, so it cannot put the
+                    // blame (and a pause) on another plugin by naming it.
                     let plugin = instances
                         .iter()
-                        .find(|i| e.message.contains(i.as_str()))
+                        .find(|i| e.message.starts_with(&format!("hook {name} of {i} ")))
                         .cloned();
                     let mut err = BerthError::new(
                         e.code,

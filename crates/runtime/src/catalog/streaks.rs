@@ -30,9 +30,10 @@ pub struct Noted {
     pub paused: bool,
 }
 
+/// Plugin → capability → its streak (looked up by `&str`, without building a key).
 #[derive(Default)]
 pub struct Streaks {
-    by_part: Mutex<HashMap<(String, String), Streak>>,
+    by_part: Mutex<HashMap<String, HashMap<String, Streak>>>,
 }
 
 struct Streak {
@@ -66,7 +67,7 @@ fn cause(code: &str, message: &str) -> String {
 }
 
 impl Streaks {
-    fn parts(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Streak>> {
+    fn parts(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashMap<String, Streak>>> {
         self.by_part.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -76,7 +77,9 @@ impl Streaks {
         let cause = cause(code, message);
         let mut parts = self.parts();
         let s = parts
-            .entry((plugin.to_string(), capability.to_string()))
+            .entry(plugin.to_string())
+            .or_default()
+            .entry(capability.to_string())
             .or_insert_with(|| Streak {
                 in_a_row: 0,
                 cause: String::new(),
@@ -120,10 +123,7 @@ impl Streaks {
     /// `capability` of `plugin` worked: its streak ends (a paused one stays paused).
     pub fn succeeded(&self, plugin: &str, capability: &str) {
         let mut parts = self.parts();
-        if parts.is_empty() {
-            return;
-        }
-        if let Some(s) = parts.get_mut(&(plugin.to_string(), capability.to_string())) {
+        if let Some(s) = parts.get_mut(plugin).and_then(|p| p.get_mut(capability)) {
             if s.paused.is_none() {
                 s.in_a_row = 0;
             }
@@ -131,21 +131,26 @@ impl Streaks {
     }
 
     pub fn is_paused(&self, plugin: &str, capability: &str) -> bool {
-        let parts = self.parts();
-        !parts.is_empty()
-            && parts
-                .get(&(plugin.to_string(), capability.to_string()))
-                .is_some_and(|s| s.paused.is_some())
+        self.parts()
+            .get(plugin)
+            .and_then(|p| p.get(capability))
+            .is_some_and(|s| s.paused.is_some())
+    }
+
+    /// Whether anything at all is paused (the chains' fast path asks this first).
+    pub fn any_paused(&self) -> bool {
+        self.parts()
+            .values()
+            .any(|p| p.values().any(|s| s.paused.is_some()))
     }
 
     /// What of `plugin` is paused, in the order of its capabilities' names.
     pub fn paused_of(&self, plugin: &str) -> Vec<PausedPart> {
         let mut out: Vec<PausedPart> = self
             .parts()
-            .iter()
-            .filter(|((p, _), _)| p == plugin)
-            .filter_map(|(_, s)| s.paused.clone())
-            .collect();
+            .get(plugin)
+            .map(|p| p.values().filter_map(|s| s.paused.clone()).collect())
+            .unwrap_or_default();
         out.sort_by(|a, b| a.capability.cmp(&b.capability));
         out
     }
@@ -154,7 +159,11 @@ impl Streaks {
     /// Returns how many were paused.
     pub fn resume_all(&self) -> usize {
         let mut parts = self.parts();
-        let n = parts.values().filter(|s| s.paused.is_some()).count();
+        let n = parts
+            .values()
+            .flat_map(|p| p.values())
+            .filter(|s| s.paused.is_some())
+            .count();
         parts.clear();
         n
     }

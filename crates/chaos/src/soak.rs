@@ -568,14 +568,15 @@ impl Run {
         let Run {
             machine, serving, ..
         } = &self;
-        let until = Instant::now() + Duration::from_secs(1);
         let tree: Vec<u32> = descendants(serving.child.id());
         // SAFETY: a plain signal to the child this run started.
         unsafe { libc::kill(serving.child.id() as i32, libc::SIGTERM) };
-        while running(serving.child.id()) && Instant::now() < until + Duration::from_secs(9) {
+        // Its end (10 s at most), then the 1 s its tree has to be gone.
+        let until = Instant::now() + Duration::from_secs(10);
+        while running(serving.child.id()) && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        std::thread::sleep(Duration::from_secs(1));
         let left = self.still_running();
         if !left.is_empty() {
             self.report().leaks += left.len();

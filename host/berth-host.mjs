@@ -414,7 +414,7 @@ function validatorOf(def) {
 }
 
 async function invoke(msg) {
-  const { tool: name, args, context, before, after, budgetMs, truncate } = msg.body
+  const { tool: name, args, context, before, after, budgetMs, afterBudgetMs, truncate } = msg.body
   const def = toolDefs.get(`${msg.instance}\u0000${name}`)
   if (!def) throw fail("unsupported", `tool ${name} is not loaded in this host`)
   let parsedArgs = args ?? {}
@@ -483,7 +483,7 @@ async function invoke(msg) {
     const { full, spilled, ...seen } = result
     const kept = { ...(full === undefined ? {} : { full }), ...(spilled === undefined ? {} : { spilled }) }
     const raw = structuredClone(seen)
-    const chained = await hookChain({ name: "tool.execute.after", instances: after, input: { ...hookInput, args: parsedArgs }, output: seen, budgetMs })
+    const chained = await hookChain({ name: "tool.execute.after", instances: after, input: { ...hookInput, args: parsedArgs }, output: seen, budgetMs: afterBudgetMs ?? budgetMs })
     const final = chained.output
     if (!isPlainObject(final) || typeof final.output !== "string") throw fail("invalid-response", `tool.execute.after left a result without an output string (plugins: ${after.join(", ")})`)
     const changed = frameJson(final) !== frameJson(raw)

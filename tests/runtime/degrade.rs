@@ -274,3 +274,112 @@ async fn a_tool_timing_out_again_and_again_is_paused_alone_and_a_keyed_retry_kee
     assert_eq!(r.output.as_deref(), Some("counted"), "its siblings answer");
     berth.shutdown_hosts().await;
 }
+
+/// hook-faults beside a tool of the same host: the tool hooks run inside the tool's own call.
+const HOOKS_AND_TOOL: &[(&str, &str)] = &[
+    ("plugins/hook-faults.ts", ".opencode/plugins/hook-faults.ts"),
+    ("tools/faults.ts", ".opencode/tools/faults.ts"),
+];
+
+async fn count(
+    berth: &Berth,
+    dir: &std::path::Path,
+) -> Result<berth_runtime::Receipt, berth_runtime::BerthError> {
+    berth
+        .invoke(
+            "faults_count",
+            json!({ "file": dir.join("count.txt") }),
+            None,
+            None,
+            Default::default(),
+        )
+        .await
+}
+
+fn paused_parts(berth: &Berth, prefix: &str) -> Vec<String> {
+    berth
+        .status()
+        .sources
+        .iter()
+        .filter(|s| s.source.id.starts_with(prefix))
+        .flat_map(|s| s.paused_parts.iter().map(|p| p.capability.clone()))
+        .collect()
+}
+
+/// A `tool.execute.before` that throws refuses that call — OpenCode's way for a guard to stop
+/// a tool — so its refusals never pause it: a guard is not switched off by doing its job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_refusing_calls_again_and_again_is_never_paused() {
+    std::env::set_var("BERTH_TEST_THROW_HOOK", "tool.execute.before");
+    let dir = tempfile::tempdir().unwrap();
+    let berth = support::open_project(dir.path(), HOOKS_AND_TOOL);
+    berth.decide(None, Decision::Allow, "test", false).unwrap();
+    let act = berth.activate().await;
+    assert!(act.problems.is_empty(), "{:?}", act.problems);
+    for i in 0..(3 * STREAK) {
+        let r = count(&berth, dir.path()).await.expect("a receipt");
+        let e = r.error.as_ref().expect("refused by the guard");
+        assert_eq!(e.code, "plugin-failed", "call {i}: {r:?}");
+        assert!(
+            e.message.contains("fault injected in tool.execute.before"),
+            "{e:?}"
+        );
+    }
+    assert!(!dir.path().join("count.txt").exists(), "the tool never ran");
+    assert_eq!(
+        paused_parts(&berth, "plugin-hook-faults"),
+        Vec::<String>::new()
+    );
+    assert_eq!(paused_parts(&berth, "tool-faults"), Vec::<String>::new());
+    std::env::remove_var("BERTH_TEST_THROW_HOOK");
+    berth.shutdown_hosts().await;
+}
+
+/// A `tool.execute.before` the tool's own host runs, timing out again and again against the
+/// policy's hook budget, is paused alone: after `STREAK` failed calls the tool runs without
+/// it, and the tool itself is not blamed (its streak stays clean).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_hook_failing_inside_the_tools_own_call_is_paused_and_the_tool_runs_on() {
+    std::env::set_var("BERTH_TEST_SLOW_HOOK", "tool.execute.before");
+    let dir = tempfile::tempdir().unwrap();
+    let berth = support::open_project(dir.path(), HOOKS_AND_TOOL);
+    berth.decide(None, Decision::Allow, "test", false).unwrap();
+    berth
+        .set_policy("budget.hook", Some(json!(150)), "test")
+        .unwrap();
+    let act = berth.activate().await;
+    assert!(act.problems.is_empty(), "{:?}", act.problems);
+    for i in 0..(STREAK + 3) {
+        let r = count(&berth, dir.path()).await.expect("a receipt");
+        if i < STREAK {
+            let e = r.error.as_ref().expect("the hook timed out");
+            assert_eq!(e.code, "timeout", "call {i}: {r:?}");
+            assert!(
+                e.message.contains("150 ms budget"),
+                "the policy's budget: {e:?}"
+            );
+        } else {
+            assert_eq!(r.output.as_deref(), Some("counted"), "call {i}: {r:?}");
+        }
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while paused_parts(&berth, "plugin-hook-faults").is_empty() && std::time::Instant::now() < until
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        paused_parts(&berth, "plugin-hook-faults"),
+        vec!["hook tool.execute.before".to_string()]
+    );
+    assert_eq!(paused_parts(&berth, "tool-faults"), Vec::<String>::new());
+    // Resumed: the hook runs around the call again.
+    berth.resume_hosts().await;
+    let r = count(&berth, dir.path()).await.expect("a receipt");
+    assert_eq!(
+        r.error.as_ref().map(|e| e.code.as_str()),
+        Some("timeout"),
+        "{r:?}"
+    );
+    std::env::remove_var("BERTH_TEST_SLOW_HOOK");
+    berth.shutdown_hosts().await;
+}

@@ -127,20 +127,14 @@ impl Catalog {
                 .call("hooks", CallKind::HookChain, body, opts)
                 .await
                 .map_err(|e| {
-                    // The host names the failing plugin first (`hook <name> of <instance> …`,
-                    // berth-host.mjs); what the plugin threw comes after, so it cannot put the
-                    // blame (and a pause) on another plugin by naming it.
-                    let plugin = instances
-                        .iter()
-                        .find(|i| e.message.starts_with(&format!("hook {name} of {i} ")))
-                        .cloned();
+                    let plugin = streaks::blamed(&instances, name, &e.message);
                     let mut err = BerthError::new(
                         e.code,
                         name,
                         e.message,
                         "fix or disable the plugin named; OpenCode fails this operation the same way",
                     );
-                    if let Some(p) = &plugin {
+                    if let Some(p) = plugin.as_ref().filter(|_| streaks::counts_for_a_hook(name, err.code)) {
                         self.note_failure(p, &capability, err.code, &err.message);
                     }
                     err.plugin = plugin;

@@ -170,7 +170,7 @@ impl Catalog {
             part(serde_json::json!({ "status": "running", "input": args, "time": { "start": started_ms } })),
         );
         // The plugins whose `tool.execute.before/after` hooks run around the call, in order.
-        let hooks = self.tool_hooks();
+        let hooks = self.unpaused(self.tool_hooks());
         let outcome = if hooks
             .before
             .iter()
@@ -181,13 +181,18 @@ impl Catalog {
             let ids = |o: &[(String, HostKey)]| -> Vec<String> {
                 o.iter().map(|(i, _)| i.clone()).collect()
             };
-            host.call(
+            // Each plugin's tool hook has the policy's budget, as in a chain of its own.
+            let policy = self.policy.current();
+            let ms = |key: &str| policy.budget(key).as_millis() as u64;
+            let outcome = host.call(
                 &entry.provider.source_id,
                 CallKind::Invoke,
-                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&hooks.before), "after": ids(&hooks.after), "truncate": truncate }),
+                serde_json::json!({ "tool": tool, "args": args, "context": context, "before": ids(&hooks.before), "after": ids(&hooks.after), "budgetMs": ms("budget.hook"), "afterBudgetMs": ms("budget.tool-after"), "truncate": truncate }),
                 opts,
             )
-            .await
+            .await;
+            self.note_tool_hooks(&hooks, &outcome);
+            outcome
         } else {
             self.invoke_across_hosts(
                 &host,
@@ -244,7 +249,12 @@ impl Catalog {
             Ok(_) => self
                 .streaks
                 .succeeded(&entry.provider.source_id, &capability),
-            Err(e) if streaks::counts_for_a_tool(e.code, timeout.is_none()) => {
+            // A tool hook's failure is the hook's (its streak is counted where it ran).
+            Err(e)
+                if streaks::counts_for_a_tool(e.code, timeout.is_none())
+                    && !e.message.starts_with("hook tool.execute.")
+                    && !e.message.starts_with("tool.execute.") =>
+            {
                 self.note_failure(&entry.provider.source_id, &capability, e.code, &e.message)
             }
             Err(_) => {}

@@ -4,8 +4,11 @@
 //! [`STREAK`] times in a row is paused on its own — that hook or tool only, the source stays
 //! active (partially limited) and its other hooks and tools keep working — until the person
 //! resumes it. Which failures count: a hook's every failure (a hook has no caller input to
-//! blame); a tool's time-outs and malformed answers only (a tool that throws usually rejects
-//! its arguments, which is the caller's to fix; a host a tool crashes is the restart budget's).
+//! blame) but a `tool.execute.before` that throws — that is the plugin refusing the call, as
+//! OpenCode's own guards do, and pausing it would switch the guard off; a tool's time-outs and
+//! malformed answers only (a tool that throws usually rejects its arguments, which is the
+//! caller's to fix; a host a tool crashes is the restart budget's). The tool hooks a plugin
+//! tool's host runs inside the call count as hooks, blamed on the plugin the host names.
 //!
 //! Owns: the counts, the paused contributions and the log's rate limit. Must not: run or skip
 //! anything itself (the chains and the calls ask [`Streaks::is_paused`]), or pause a source.
@@ -176,6 +179,34 @@ pub fn counts_for_a_tool(code: &str, timed_out_by_berth: bool) -> bool {
         || (code == crate::error::code::TIMEOUT && timed_out_by_berth)
 }
 
+/// Whether a failure of hook `name` with `code` counts towards its streak: a
+/// `tool.execute.before` that throws refuses that call on purpose (OpenCode's `.env` guard
+/// does exactly this), every other failure counts.
+pub fn counts_for_a_hook(name: &str, code: &str) -> bool {
+    !(name == "tool.execute.before" && code == crate::error::code::PLUGIN_FAILED)
+}
+
+/// The plugin of `instances` a hook failure's message blames: the host names the failing
+/// plugin first (`hook <name> of <instance> …`, berth-host.mjs) and what the plugin threw
+/// after, so a plugin cannot put the blame (and a pause) on another by naming it.
+pub fn blamed<'a>(
+    instances: impl IntoIterator<Item = &'a String>,
+    name: &str,
+    message: &str,
+) -> Option<String> {
+    let rest = message
+        .strip_prefix("hook ")?
+        .strip_prefix(name)?
+        .strip_prefix(" of ")?;
+    instances
+        .into_iter()
+        .find(|i| {
+            rest.strip_prefix(i.as_str())
+                .is_some_and(|r| r.starts_with(' '))
+        })
+        .cloned()
+}
+
 impl super::Catalog {
     /// A failure of a plugin's hook or tool: logged as its streak allows; a new pause is shown
     /// at once (a rescan, off the async workers).
@@ -224,6 +255,55 @@ impl super::Catalog {
             )
             .for_plugin(plugin.to_string()),
         )
+    }
+
+    /// The tool hooks around one call without those paused on their own.
+    pub(super) fn unpaused(&self, hooks: super::around::ToolHooks) -> super::around::ToolHooks {
+        if !self.streaks.any_paused() {
+            return hooks;
+        }
+        let keep = |list: Vec<(String, crate::host::HostKey)>, name: &str| {
+            let capability = format!("hook {name}");
+            list.into_iter()
+                .filter(|(p, _)| !self.streaks.is_paused(p, &capability))
+                .collect()
+        };
+        super::around::ToolHooks {
+            before: keep(hooks.before, "tool.execute.before"),
+            after: keep(hooks.after, "tool.execute.after"),
+        }
+    }
+
+    /// What the tool hooks a plugin tool's host ran inside one call did to their streaks: all
+    /// of them worked when the call did; a failure the host blames on one of them is its.
+    pub(super) fn note_tool_hooks(
+        &self,
+        hooks: &super::around::ToolHooks,
+        outcome: &Result<serde_json::Value, crate::host::CallError>,
+    ) {
+        match outcome {
+            Ok(_) => {
+                for (p, _) in &hooks.before {
+                    self.streaks.succeeded(p, "hook tool.execute.before");
+                }
+                for (p, _) in &hooks.after {
+                    self.streaks.succeeded(p, "hook tool.execute.after");
+                }
+            }
+            Err(e) => {
+                for (name, list) in [
+                    ("tool.execute.before", &hooks.before),
+                    ("tool.execute.after", &hooks.after),
+                ] {
+                    if let Some(p) = blamed(list.iter().map(|(p, _)| p), name, &e.message) {
+                        if counts_for_a_hook(name, e.code) {
+                            self.note_failure(&p, &format!("hook {name}"), e.code, &e.message);
+                        }
+                        return;
+                    }
+                }
+            }
+        }
     }
 
     /// What of `plugin` is paused on its own.

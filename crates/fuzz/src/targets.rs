@@ -314,7 +314,15 @@ fn serve() -> Target {
         let _ = send(&bytes);
         n += 1;
         if n.is_multiple_of(50) {
-            let answer = send(&status).unwrap_or_default();
+            // A server that stopped answering fails; one slowed past a read timeout by a busy
+            // machine (CI shares two cores) is asked again, three times in all.
+            let mut answer = Vec::new();
+            for _ in 0..3 {
+                answer = send(&status).unwrap_or_default();
+                if answer.starts_with(b"HTTP/1.1 200") {
+                    break;
+                }
+            }
             assert!(
                 answer.starts_with(b"HTTP/1.1 200"),
                 "the server stopped answering: {:?}",

@@ -21,10 +21,20 @@ pub struct Store {
     call_changes: std::cell::Cell<u64>,
     /// A checkpoint is running on its own connection.
     checkpointing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The last checkpoint found the WAL past [`WAL_RESTART_FRAMES`]: the next write restarts it.
+    restart_wal: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Hot-path writes between two background WAL checkpoints.
 const CHECKPOINT_EVERY: u32 = 200;
+
+/// WAL frames (pages; 16 MiB at SQLite's 4 KiB) past which a checkpoint also restarts the WAL.
+/// A passive checkpoint copies pages back but never restarts the log: under writes that never
+/// pause it is never caught up at the moment a writer begins, so SQLite never wraps the WAL and
+/// the `-wal` file (and the `-shm` index mapped into every connection) grow without end — 800 MB
+/// a minute in the chaos soak. Past this size the next write checkpoints on its own connection
+/// and truncates the WAL (the rest of a passive checkpoint and an fsync, once per 16 MiB).
+pub(crate) const WAL_RESTART_FRAMES: i64 = 4096;
 
 /// Something the person must be told about after opening.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +121,7 @@ impl Store {
             writes: std::cell::Cell::new(0),
             call_changes: std::cell::Cell::new(0),
             checkpointing: Default::default(),
+            restart_wal: Default::default(),
         };
         store
             .ensure_meta()
@@ -142,16 +153,33 @@ impl Store {
             return;
         }
         self.writes.set(0);
+        if self.restart_wal.swap(false, Ordering::SeqCst) {
+            // Here, between two of this connection's own transactions, no writer of this
+            // process holds the lock (a checkpoint on another connection waits for one forever
+            // under writes that never pause); the passive checkpoints already copied most pages.
+            let _ = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
         if self.checkpointing.swap(true, Ordering::SeqCst) {
             return;
         }
         let (path, flag) = (self.path.clone(), self.checkpointing.clone());
+        let restart = self.restart_wal.clone();
         let spawned = std::thread::Builder::new()
             .name("berth-checkpoint".into())
             .spawn(move || {
                 if let Ok(c) = Connection::open(&path) {
                     let _ = c.busy_timeout(BUSY_TIMEOUT);
-                    let _ = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    // (busy, frames in the WAL, frames copied back)
+                    let checkpoint = |mode: &str| {
+                        c.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| {
+                            r.get::<_, i64>(1)
+                        })
+                    };
+                    if checkpoint("PASSIVE").is_ok_and(|frames| frames > WAL_RESTART_FRAMES) {
+                        restart.store(true, Ordering::SeqCst);
+                    }
                 }
                 flag.store(false, Ordering::SeqCst);
             });

@@ -156,6 +156,46 @@ fn a_data_dir_under_a_regular_file_is_reported_with_its_path() {
     assert!(err.to_string().contains("plain-file"), "{err}");
 }
 
+/// Writes that never pause (the chaos soak's callers) must not grow the WAL without end: a
+/// passive checkpoint alone never lets SQLite wrap it, and the `-wal` file reached 800 MB in
+/// a minute, its `-shm` index growing in every process's memory with it.
+#[test]
+fn the_wal_stays_bounded_under_writes_that_never_pause() {
+    let d = dir();
+    let path = d.path().join("berth.db");
+    let s = Store::open(&path).unwrap().store;
+    let wal = d.path().join("berth.db-wal");
+    let mut largest = 0;
+    for i in 0..20_000 {
+        let id = format!("rcpt_{i:06}");
+        let key = format!("key-{i}");
+        let n = NewReceipt {
+            receipt_id: &id,
+            idempotency_key: Some(&key),
+            tool: "probe",
+            source_id: "src",
+            args_digest: "d",
+            owner_pid: 1,
+            owner_start: 1,
+        };
+        s.accept_receipt(&n).unwrap();
+        s.mark_receipt_running(&id).unwrap();
+        largest = largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+    }
+    // 16 MiB of frames, plus what lands while a checkpoint runs (about 25 MiB at most here);
+    // without the restart it is near 200 MiB, growing with every write.
+    let bound = 4 * 4096 * crate::open::WAL_RESTART_FRAMES as u64;
+    assert!(
+        largest < bound,
+        "the WAL reached {largest} bytes (bound {bound})"
+    );
+    let rows: i64 = s
+        .conn
+        .query_row("SELECT count(*) FROM receipts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 20_000, "every write kept");
+}
+
 #[test]
 fn changes_beyond_calls_ignore_receipts_and_count_the_rest() {
     let d = dir();

@@ -12,7 +12,7 @@
 //! - no process Berth started is left (neither while it runs, outside its tree, nor after it
 //!   stops);
 //! - after a 5 s settle Berth's RSS is within 10 % of its start and its open files within ±2;
-//! - every tool answers again; the store's integrity check is `ok`.
+//! - every tool answers again; the store's integrity check is `ok` and its WAL is bounded.
 //!
 //! Prints `name value unit` lines (calls, faults by kind, outcomes by code, replays, leaks,
 //! p50/p99 of the calls that completed); exits 1 on any replay, leak or failed check.
@@ -153,6 +153,13 @@ fn soak(
         r.cold = (cold_rss, cold_anon);
     }
     phase(&run, callers, &faults, length, seed.rotate_left(17));
+    // The store's WAL after all those writes: bounded (it wraps at 16 MiB of frames), never
+    // the size of everything written.
+    let wal = std::fs::metadata(run.machine.data.join("berth.db-wal")).map_or(0, |m| m.len());
+    run.report().wal = wal;
+    if wal > WAL_BOUND {
+        run.fail(format!("the store's WAL is {wal} bytes (over {WAL_BOUND})"));
+    }
     let end = run.settle(pid);
     {
         let mut r = run.report();
@@ -649,8 +656,13 @@ struct Report {
     /// Its anonymous memory (the heap; RSS also counts the program's pages it has read).
     anon: (u64, u64),
     fds: (usize, usize),
+    /// The store's WAL file at the end of the measured phase, in bytes.
+    wal: u64,
     failures: Vec<String>,
 }
+
+/// The largest WAL a run may leave: 16 MiB of frames wrap it, plus what lands meanwhile.
+const WAL_BOUND: u64 = 64 << 20;
 
 impl Report {
     fn new(backend: &'static str) -> Report {
@@ -670,6 +682,7 @@ impl Report {
             cold: (0, 0),
             anon: (0, 0),
             fds: (0, 0),
+            wal: 0,
             failures: Vec::new(),
         }
     }
@@ -709,6 +722,7 @@ impl Report {
         println!("soak_{b}_rss_settled {} KiB", self.rss.1);
         println!("soak_{b}_fds_start {} files", self.fds.0);
         println!("soak_{b}_fds_settled {} files", self.fds.1);
+        println!("soak_{b}_wal {} KiB", self.wal / 1024);
         println!("soak_{b}_processes_watched {} processes", self.processes);
         println!("soak_{b}_replays {} calls", self.replays);
         println!("soak_{b}_leaked_processes {} processes", self.leaks);

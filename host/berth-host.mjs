@@ -13,6 +13,9 @@ import { dirname, resolve as resolvePath } from "node:path"
 import { pathToFileURL, fileURLToPath } from "node:url"
 import { Gate, isRefusal, refusalMessage, installDlopenGate } from "./gate.mjs"
 import { truncateResult } from "./truncate.mjs"
+import { isV2Definition, setupV2 } from "./v2.mjs"
+import { providedFiles } from "./provided.mjs"
+import { createHash } from "node:crypto"
 
 lockLanguageHooks()
 
@@ -49,6 +52,11 @@ const runtimeVersion = isBun ? Bun.version : process.versions.node
 // manifests arrive with each load request), outside Berth's own folders (`trusted`: its
 // prepared installs and this code, in its private data dir).
 const gate = new Gate(handshake.trusted ?? [])
+// The modules Berth provides plugins (`@opencode/plugin`, D-044) pass the gate as Berth's own
+// files with the bytes found now (Node's loader thread admits the same manifest at start).
+const provided = { files: {} }
+for (const f of providedFiles()) provided.files[f] = "sha256:" + createHash("sha256").update(readFileSync(f)).digest("hex")
+gate.admit(provided)
 const admitInLoaderThread = await installLoader()
 // The same zod module instance the plugins get through `@opencode-ai/plugin` (ESM, resolved
 // from Berth's host dependencies), so `.describe()` metadata lives in one registry.
@@ -81,7 +89,7 @@ async function installLoader() {
   // This file's own bare imports (zod) resolve in Berth's host dependencies (on the loader
   // thread, which resolves them).
   const self = fileURLToPath(import.meta.url)
-  register(new URL("./node-loader.mjs", import.meta.url).href, { data: { depsDir, trusted: gate.trusted, port: port2, self }, transferList: [port2] })
+  register(new URL("./node-loader.mjs", import.meta.url).href, { data: { depsDir, trusted: gate.trusted, provided, port: port2, self }, transferList: [port2] })
   return (manifest) =>
     new PromiseCtor((resolve, reject) => {
       const id = next++
@@ -471,6 +479,8 @@ async function invoke(msg) {
         }
       }
     }
+    // A V2 tool decodes its input after `execute.before` (OpenCode 2's order, D-044).
+    if (def.decode) parsedArgs = await def.decode(parsedArgs)
     // The arguments the tool really got, for the receipt.
     const ranWith = changedArgs.length ? { finalArgs: parsedArgs } : {}
     // OpenCode truncates the tool's own result before `tool.execute.after` sees it.
@@ -531,6 +541,7 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
   const factories = []
   let id
   const d = mod.default
+  if (isV2Definition(d) && d.server === undefined) return loadV2(instance, d, options, context)
   if (isPlainObject(d) && ("id" in d || "server" in d || "tui" in d)) {
     if (d.server !== undefined && typeof d.server !== "function") throw fail("plugin-failed", "the default export's `server` is not a function")
     if (d.tui !== undefined && typeof d.tui !== "function") throw fail("plugin-failed", "the default export's `tui` is not a function")
@@ -590,8 +601,35 @@ async function loadPlugin(instance, { path, version, options, kind, packageName,
       }
     }
   }
-  return { id: id ?? null, factories: factories.length, hooks: arraySort(hookNames.values()), tools, auth }
+  // A module with `setup` beside `server` is V1 + V2: OpenCode 1.18.29+ runs `server`, so does Berth.
+  const generation = isV2Definition(d) ? "v1+v2" : "v1"
+  return { id: id ?? null, generation, factories: factories.length, hooks: arraySort(hookNames.values()), tools, auth }
 }
+
+/** A V2-only module (`{ id, setup }`): set up through the V2 adapter (`v2.mjs`, D-044). */
+async function loadV2(instance, d, options, context = {}) {
+  const project = context.project ?? {}
+  const worktree = project.worktree ?? context.worktree
+  const v2 = await setupV2(d, {
+    instance,
+    options: isPlainObject(options) ? options : {},
+    location: { directory: context.directory, project: { id: project.id ?? "global", directory: worktree, canonical: worktree } },
+    appVersion: V2_API_VERSION,
+    upcall: (method, body) => upcall(instance, method, body),
+    fail,
+    toJsonSchema: (schema) => normalizeSchema(z.toJSONSchema(schema, { io: "input" })),
+  })
+  hooksByInstance.set(instance, [v2.hooks])
+  const tools = []
+  for (const t of v2.tools) {
+    toolDefs.set(`${instance}\u0000${t.name}`, t.def)
+    arrayPush(tools, { name: t.name, description: t.description, parameters: t.parameters })
+  }
+  return { id: v2.id, generation: "v2", factories: 1, hooks: v2.hookNames, tools, auth: [] }
+}
+
+/** The OpenCode V2 plugin API Berth's adapter follows (`ctx.app.version`; D-044). */
+const V2_API_VERSION = "2.3.0"
 
 /** The hooks of OpenCode 1.18.4's `Hooks` interface (spec §1.3) that are functions. */
 const HOOK_NAMES = new SafeSet([

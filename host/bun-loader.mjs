@@ -11,6 +11,7 @@
 import { createRequire, isBuiltin } from "node:module"
 import vm from "node:vm"
 import { looksCjs, jsonModule, stripQuery } from "./gate.mjs"
+import { providedModule } from "./provided.mjs"
 import { SafeMap, SafeSet, stringify, reflectApply, uncurry, stringIndexOf, stringSlice } from "./intrinsics.mjs"
 
 // Bun's resolver and transpiler, captured: what they return decides which bytes run.
@@ -62,7 +63,7 @@ export function installBunLoader(gate) {
   preparedTarget = (spec, importer) => {
     const key = `${importer}\0${spec}`
     if (resolved.has(key)) return resolved.get(key)
-    let target = null
+    let target = providedModule(spec)
     const dirs = gate.depsOf(importer)
     for (let i = 0; i < dirs.length && target === null; i++) {
       try {

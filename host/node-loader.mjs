@@ -14,12 +14,14 @@
 import { createRequire } from "node:module"
 import { pathToFileURL, fileURLToPath } from "node:url"
 import { Gate, looksEsm, jsonModule } from "./gate.mjs"
+import { providedModule } from "./provided.mjs"
 
 let gate = new Gate()
 let transform
 
-export async function initialize({ depsDir, trusted, port, self }) {
+export async function initialize({ depsDir, trusted, provided, port, self }) {
   gate = new Gate(trusted)
+  gate.admit(provided)
   gate.deps.set(self, [depsDir])
   const require = createRequire(pathToFileURL(depsDir.replace(/\/?$/, "/")).href + "package.json")
   transform = require("sucrase").transform
@@ -39,6 +41,8 @@ const pathOf = (url) => (url?.startsWith("file:") ? fileURLToPath(url.replace(/[
 
 export async function resolve(specifier, context, next) {
   const importer = pathOf(context.parentURL)
+  const provided = isBare(specifier) && importer && !gate.isTrusted(importer) ? providedModule(specifier) : null
+  if (provided) return { url: pathToFileURL(provided).href, format: "module", shortCircuit: true }
   if (isBare(specifier) && importer && !gate.isTrusted(importer)) {
     for (const dir of gate.depsOf(importer)) {
       try {

@@ -68,6 +68,20 @@ function renderGroup(key, title, note, items) {
   ]);
 }
 
+// Which OpenCode plugin API a plugin is written for (`capabilities.generation`, read from its
+// default export before it runs).
+const GENERATIONS = {
+  v1: { text: 'V1', title: 'Written for OpenCode 1 (its `server` entry); OpenCode 2 does not run it, Berth does' },
+  v2: { text: 'V2', title: 'Written for OpenCode 2 (`setup` / `effect`); Berth runs it through its V2 adapter' },
+  'v1+v2': { text: 'V1 + V2', title: 'Has entries for both: Berth runs its V1 `server`, as OpenCode 1.18.29 and later do' },
+};
+
+function generationTag(s) {
+  const g = GENERATIONS[str(obj(s.capabilities).generation)];
+  if (!g) return null;
+  return el('span', { className: 'generation', testid: 'generation', title: g.title, text: 'OpenCode ' + g.text });
+}
+
 function renderSource(s, pos) {
   const info = stateInfo(s.state);
   const caps = obj(s.capabilities);
@@ -133,6 +147,7 @@ function renderSource(s, pos) {
         el('h3', { className: 'source-name', testid: 'source-name', text: sourceName(s) }),
         el('p', { className: 'source-sub' }, [
           el('span', { className: 'kind', text: kindLabel(s.kind) }),
+          generationTag(s),
           el('span', { className: 'sep', text: '·', attrs: { 'aria-hidden': 'true' } }),
           el('span', { className: 'mono source-id', testid: 'source-id', text: str(s.id) }),
         ]),
@@ -258,6 +273,7 @@ function renderTechnical(s, caps) {
   add('Packages', caps.packages, true);
   add('Install scripts', caps.install_scripts, true);
   add('OpenCode versions', caps.engines_opencode, true);
+  add('Plugin ID', caps.plugin_id, true);
   add('Digest', s.digest, true);
   add('Capability digest', s.capability_digest, true);
   if (!rows.length) return null;

@@ -218,7 +218,22 @@ impl Out {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default();
-            println!("{:<40} {:<16} {:<18} {}", src.id, kind, state, src.entry);
+            // Plugins say which OpenCode plugin API they are written for (`v1`, `v2`, `v1+v2`).
+            let kind = match src.capabilities.generation {
+                Some(g) => format!(
+                    "{kind} {}",
+                    serde_json::to_value(g)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default()
+                ),
+                None => kind,
+            };
+            println!("{:<40} {:<19} {:<18} {}", src.id, kind, state, src.entry);
+            if let (Some(g), Some(id)) = (src.capabilities.generation, &src.capabilities.plugin_id)
+            {
+                println!("    {} plugin `{id}`", g.label());
+            }
             for line in &src.capabilities.summary {
                 println!("    {line}");
             }

@@ -63,8 +63,22 @@ pub struct FileFacts {
     /// an object literal without `args`, `description` and `execute`). OpenCode skips those
     /// silently when it names tools; everything else may be a tool.
     pub non_tool_exports: BTreeSet<String>,
+    /// The keys of the default export when it is an object a reader can see (written in
+    /// place, through `Plugin.define({...})`, or as a top-level `const` exported by name): what
+    /// tells an OpenCode V1 plugin (`server`) from a V2 one (`setup` / `effect`).
+    pub default_shape: Option<DefaultShape>,
     /// Parse errors, if any; facts are then partial.
     pub syntax_errors: Vec<String>,
+}
+
+/// The plugin-facing keys of a default export object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DefaultShape {
+    /// `id` when it is a string literal.
+    pub id: Option<String>,
+    pub server: bool,
+    pub setup: bool,
+    pub effect: bool,
 }
 
 impl FileFacts {
@@ -241,6 +255,69 @@ fn analyze_here(path: &Path, source: &str) -> FileFacts {
     facts
 }
 
+/// The plugin keys of a default export: an object literal, `define({...})` /
+/// `Plugin.define({...})`, or an identifier bound to one of those by a top-level `const`.
+fn default_shape(program: &Program<'_>, e: &Expression<'_>) -> Option<DefaultShape> {
+    match e.without_parentheses() {
+        Expression::ObjectExpression(o) => {
+            let mut shape = DefaultShape::default();
+            for p in &o.properties {
+                let ObjectPropertyKind::ObjectProperty(p) = p else {
+                    continue;
+                };
+                match p.key.static_name().as_deref() {
+                    Some("id") => {
+                        if let Expression::StringLiteral(s) = p.value.without_parentheses() {
+                            shape.id = Some(s.value.to_string());
+                        }
+                    }
+                    Some("server") => shape.server = true,
+                    Some("setup") => shape.setup = true,
+                    Some("effect") => shape.effect = true,
+                    _ => {}
+                }
+            }
+            Some(shape)
+        }
+        Expression::CallExpression(c) => {
+            let define = match &c.callee {
+                Expression::Identifier(i) => i.name == "define",
+                Expression::StaticMemberExpression(m) => m.property.name == "define",
+                _ => false,
+            };
+            let arg = c.arguments.first()?.as_expression()?;
+            if define {
+                default_shape(program, arg)
+            } else {
+                None
+            }
+        }
+        Expression::TSAsExpression(a) => default_shape(program, &a.expression),
+        Expression::TSSatisfiesExpression(a) => default_shape(program, &a.expression),
+        Expression::Identifier(i) => program.body.iter().find_map(|stmt| {
+            let v = match stmt {
+                Statement::VariableDeclaration(v) => v,
+                Statement::ExportDeclaration(d) => match &d.declaration {
+                    Declaration::VariableDeclaration(v) => v,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            if v.kind != VariableDeclarationKind::Const {
+                return None;
+            }
+            v.declarations.iter().find_map(|d| {
+                (d.id.get_identifier_name().as_deref() == Some(i.name.as_str()))
+                    .then_some(d.init.as_ref())
+                    .flatten()
+                    .filter(|init| !matches!(init.without_parentheses(), Expression::Identifier(_)))
+                    .and_then(|init| default_shape(program, init))
+            })
+        }),
+        _ => None,
+    }
+}
+
 /// Whether an exported value can be a tool definition: `Some(false)` when it certainly is not.
 fn maybe_tool(e: &Expression<'_>) -> bool {
     match e {
@@ -307,6 +384,10 @@ fn classify_exports(program: &oxc_ast::ast::Program<'_>, facts: &mut FileFacts) 
                 _ => {}
             },
             Statement::ExportDefaultDeclaration(d) => {
+                facts.default_shape = d
+                    .declaration
+                    .as_expression()
+                    .and_then(|e| default_shape(program, e));
                 let certain_not = match d.declaration.as_expression() {
                     Some(e) => !maybe_tool(e),
                     None => true,
@@ -1450,6 +1531,29 @@ mod tests {
 
     fn facts(src: &str) -> FileFacts {
         analyze(Path::new("x.ts"), src)
+    }
+
+    #[test]
+    fn the_default_exports_keys_tell_the_plugin_api_generation() {
+        let shape = |src: &str| facts(src).default_shape;
+        let v2 = shape("import { Plugin } from '@opencode/plugin'\nexport default Plugin.define({ id: 'a.b', async setup(ctx) {} })").unwrap();
+        assert_eq!(
+            (v2.id.as_deref(), v2.setup, v2.server),
+            (Some("a.b"), true, false)
+        );
+        let effect = shape("export default define({ id: 'e', effect: (ctx) => ctx })").unwrap();
+        assert!(effect.effect && !effect.setup);
+        let both =
+            shape("const p = { id: 'x', server: async () => ({}), setup() {} }\nexport default p")
+                .unwrap();
+        assert!(both.server && both.setup);
+        let v1 = shape("export default { id: 'x', server: async () => ({}) }").unwrap();
+        assert!(v1.server && !v1.setup && !v1.effect);
+        // A factory, or a value the reader cannot see, says nothing (V1's reading).
+        assert_eq!(shape("export default async () => ({})"), None);
+        assert_eq!(shape("import p from './p'\nexport default p"), None);
+        // Not any call: `tool({...})` is no plugin definition.
+        assert_eq!(shape("export default tool({ id: 'x', setup() {} })"), None);
     }
 
     #[test]

@@ -58,6 +58,9 @@ const KNOWN_KEYS: &[&str] = &[
     "experimental",
 ];
 
+/// OpenCode V2's own keys Berth reads beside V1's (D-044): V2 reads the V1 format and people mix.
+const V2_KEYS: &[&str] = &["plugins"];
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConfigRole {
@@ -152,6 +155,9 @@ pub struct ConfigGraph {
     pub plugins: Vec<PluginOrigin>,
     pub tool_files: Vec<ToolFile>,
     pub mcp: Vec<McpEntry>,
+    /// OpenCode V2's `-<id>` selectors in `plugins` (`id`, `prefix.*`, `*`), with the file each
+    /// came from, in the order read (D-044).
+    pub v2_disabled: Vec<(String, PathBuf)>,
     pub diagnostics: Vec<Diagnostic>,
     pub pure: Switch,
     /// External plugins left out because of the pure switch.
@@ -218,6 +224,7 @@ impl ConfigGraph {
             project_root,
             origins: Vec::new(),
             mcp: Vec::new(),
+            v2_disabled: Vec::new(),
             files: Vec::new(),
             diagnostics: Vec::new(),
         };
@@ -387,6 +394,7 @@ impl ConfigGraph {
             plugins,
             tool_files,
             mcp,
+            v2_disabled: b.v2_disabled,
             diagnostics,
             pure,
             withheld_by_pure,
@@ -520,6 +528,7 @@ struct Builder<'e> {
     project_root: PathBuf,
     origins: Vec<PluginOrigin>,
     mcp: Vec<McpEntry>,
+    v2_disabled: Vec<(String, PathBuf)>,
     files: Vec<ConfigFile>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -639,7 +648,7 @@ impl Builder<'_> {
         let unknown: Vec<&str> = map
             .keys()
             .map(String::as_str)
-            .filter(|k| !KNOWN_KEYS.contains(k))
+            .filter(|k| !KNOWN_KEYS.contains(k) && !V2_KEYS.contains(k))
             .collect();
         if !unknown.is_empty() {
             self.diagnostics.push(
@@ -672,7 +681,23 @@ impl Builder<'_> {
                 .at(origin),
             ),
         }
-        if let Some(mcp) = map.get("mcp") {
+        match map.get("plugins") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    self.push_v2_plugin_entry(item, origin, base, scope);
+                }
+            }
+            Some(_) => self.diagnostics.push(
+                Diagnostic::new(
+                    "action-required",
+                    format!("`plugins` in {} must be a list", origin.display()),
+                    "write `\"plugins\": [{ \"package\": \"name\", \"options\": { … } }, \"-plugin.id\"]`",
+                )
+                .at(origin),
+            ),
+        }
+        if let Some(mcp) = map.get("mcp").map(v2_servers) {
             match mcp {
                 Value::Object(servers) => {
                     for (name, config) in servers {
@@ -693,6 +718,58 @@ impl Builder<'_> {
                     .at(origin),
                 ),
             }
+        }
+    }
+
+    /// One entry of V2's `plugins`: `{ package, options? }`, a spec string, or a `-<id>`
+    /// selector. A package entry is read as V1's `[spec, options]` (a local `package` may be a
+    /// file, as the seeds write it, or a folder, as the released docs do).
+    fn push_v2_plugin_entry(&mut self, item: &Value, origin: &Path, base: &Path, scope: Scope) {
+        match item {
+            Value::String(s) if s.starts_with('-') => {
+                let selector = s[1..].trim();
+                if selector.is_empty() {
+                    self.diagnostics.push(
+                        Diagnostic::new(
+                            "action-required",
+                            format!("`-` in `plugins` of {} names no plugin", origin.display()),
+                            "write `-<plugin id>`, `-<prefix>.*` or `-*`",
+                        )
+                        .at(origin),
+                    );
+                } else {
+                    self.v2_disabled
+                        .push((selector.to_string(), origin.to_path_buf()));
+                }
+            }
+            Value::String(_) => self.push_plugin_entry(item, origin, base, scope),
+            Value::Object(o) => match o.get("package") {
+                Some(Value::String(package)) => {
+                    let options = o.get("options").cloned().unwrap_or(Value::Null);
+                    self.push_plugin_entry(
+                        &Value::Array(vec![Value::String(package.clone()), options]),
+                        origin,
+                        base,
+                        scope,
+                    )
+                }
+                _ => self.diagnostics.push(
+                    Diagnostic::new(
+                        "action-required",
+                        format!("a `plugins` entry in {} has no `package`", origin.display()),
+                        "write `{ \"package\": \"name or ./path\", \"options\": { … } }`",
+                    )
+                    .at(origin),
+                ),
+            },
+            other => self.diagnostics.push(
+                Diagnostic::new(
+                    "action-required",
+                    format!("`plugins` entry {other} in {} is neither `{{ package, options }}`, a spec nor `-<id>`", origin.display()),
+                    "write `{ \"package\": \"name\" }`, a spec string, or `-<plugin id>`",
+                )
+                .at(origin),
+            ),
         }
     }
 
@@ -897,4 +974,24 @@ fn substitute_env(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// V2's `mcp.servers.<name>` as V1's `mcp.<name>` (D-044). `servers` is V1's server of that
+/// name when it looks like one (it has a `type`, `command` or `url`).
+fn v2_servers(mcp: &Value) -> Value {
+    match mcp.get("servers") {
+        Some(Value::Object(servers))
+            if !["type", "command", "url"]
+                .iter()
+                .any(|k| servers.contains_key(*k)) =>
+        {
+            let mut out = mcp.as_object().cloned().unwrap_or_default();
+            out.remove("servers");
+            for (name, config) in servers {
+                out.insert(name.clone(), config.clone());
+            }
+            Value::Object(out)
+        }
+        _ => mcp.clone(),
+    }
 }

@@ -21,6 +21,7 @@ pub mod resolve;
 pub mod scan;
 pub mod source;
 pub mod spec;
+pub mod v2ids;
 
 pub use digest::{sha256_hex, sha256_parts};
 pub use env::{OpencodeEnv, Switch};

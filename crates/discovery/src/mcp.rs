@@ -388,6 +388,15 @@ pub fn describe(name: &str, config: &Value) -> McpFacts {
             "set `\"enabled\": true` (or remove the key) to use it",
         ));
     }
+    // OpenCode V2's `mcp.servers.<name>` switch (D-044).
+    if config.get("disabled") == Some(&Value::Bool(true)) && state == SourceState::Discovered {
+        state = SourceState::Disabled;
+        diagnostics.push(Diagnostic::new(
+            "action-required",
+            format!("MCP server `{name}` is switched off in the config (`disabled: true`): not connected, nothing is asked"),
+            "set `\"disabled\": false` (or remove the key) to use it",
+        ));
+    }
     caps.describe();
     McpFacts {
         target,

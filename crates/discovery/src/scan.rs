@@ -236,7 +236,7 @@ impl Scanner {
     }
 
     pub fn scan(&mut self, env: &OpencodeEnv, directory: &Path) -> Discovery {
-        let graph = ConfigGraph::resolve(env, directory);
+        let mut graph = ConfigGraph::resolve(env, directory);
         let mut sources = Vec::new();
         let mut live = HashSet::new();
         // A config folder's package.json is read once per scan, however many files it holds.
@@ -271,6 +271,9 @@ impl Scanner {
             }
             sources.push(s);
         }
+        // OpenCode V2's IDs: `-<id>` selectors and one ID from two sources (D-044).
+        let id_problems = crate::v2ids::apply(&mut sources, &graph.v2_disabled);
+        graph.diagnostics.extend(id_problems);
         for (order, m) in graph.mcp.iter().enumerate() {
             // The approval binds to the entry as written: any change of its command, URL,
             // variables or headers asks again.
@@ -563,6 +566,7 @@ impl Scanner {
             if is_entry {
                 p.exports = facts.exports.clone();
                 p.non_tool_exports = facts.non_tool_exports.clone();
+                p.facts.default_shape = facts.default_shape.clone();
             }
             p.merge(facts);
             let imports = facts
@@ -824,6 +828,16 @@ fn finish(
         caps.files = p.files;
         caps.exports = p.exports;
         let f = p.facts;
+        let v2 = if matches!(kind, SourceKind::FilePlugin | SourceKind::NpmPlugin) {
+            let generation = Generation::of(f.default_shape.as_ref());
+            caps.generation = Some(generation);
+            if generation != Generation::V1 {
+                caps.plugin_id = f.default_shape.as_ref().and_then(|d| d.id.clone());
+            }
+            generation != Generation::V1
+        } else {
+            false
+        };
         caps.imports_plugin_api = f
             .all_specifiers()
             .any(|s| s == "@opencode-ai/plugin" || s.starts_with("@opencode-ai/plugin/"));
@@ -836,6 +850,7 @@ fn finish(
                     && !s.starts_with("bun:")
                     && !is_node_builtin(s)
                     && *s != "bun"
+                    && !(v2 && V2_PROVIDED.contains(&package_name(s)))
             })
             .map(|s| package_name(s).to_string())
             .collect();

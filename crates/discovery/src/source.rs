@@ -97,6 +97,47 @@ impl Diagnostic {
     }
 }
 
+/// Which OpenCode plugin API a plugin is written for, read from its default export before it
+/// runs: V1's `server` (or factory exports), V2's `setup` / `effect` (`Plugin.define`), or a
+/// module with both (OpenCode 1.18.29+ reads `server`, OpenCode 2 reads `setup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Generation {
+    #[serde(rename = "v1")]
+    V1,
+    #[serde(rename = "v2")]
+    V2,
+    #[serde(rename = "v1+v2")]
+    Both,
+}
+
+impl Generation {
+    /// The generation a default export's keys say.
+    pub fn of(shape: Option<&crate::facts::DefaultShape>) -> Generation {
+        match shape {
+            Some(s) if (s.setup || s.effect) && s.server => Generation::Both,
+            Some(s) if s.setup || s.effect => Generation::V2,
+            _ => Generation::V1,
+        }
+    }
+
+    /// Whether it runs through Berth's V2 adapter (no V1 entry to run).
+    pub fn v2_only(self) -> bool {
+        self == Generation::V2
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Generation::V1 => "OpenCode V1",
+            Generation::V2 => "OpenCode V2",
+            Generation::Both => "OpenCode V1 + V2",
+        }
+    }
+}
+
+/// Packages OpenCode 2 provides its plugins at run time (and Berth with it): never prepared
+/// from npm for a V2 plugin, always resolved to Berth's one pinned copy.
+pub const V2_PROVIDED: &[&str] = &["@opencode/plugin", "effect"];
+
 /// What a source could do, read statically. The approval plane keys on [`Capabilities::digest`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Capabilities {
@@ -108,6 +149,13 @@ pub struct Capabilities {
     pub tools: Vec<String>,
     /// Whether the entry imports `@opencode-ai/plugin` (the official helper).
     pub imports_plugin_api: bool,
+    /// Plugins: the OpenCode plugin API it is written for (unknown before an npm package's
+    /// files are there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<Generation>,
+    /// A V2 plugin's `id`, when its default export spells it as a literal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin_id: Option<String>,
     /// Bare (package) imports: the dependencies it needs.
     pub packages: BTreeSet<String>,
     /// `import(expr)` / `require(expr)` with a computed name: anything could be loaded.

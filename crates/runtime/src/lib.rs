@@ -31,6 +31,7 @@ pub mod logging;
 mod mcp_servers;
 mod memory;
 mod plugin_calls;
+mod plugin_storage;
 pub mod policy;
 mod project;
 pub mod projects;

@@ -139,6 +139,9 @@ impl PluginCalls {
         match method {
             "permission.ask" => self.permission_ask(instance, body).await,
             m if m.starts_with("client.") => Ok(self.client_call(instance, &m[7..], body)),
+            m if m.starts_with("storage.") => {
+                crate::plugin_storage::answer(&self.core, instance, &m[8..], &body)
+            }
             other => Err(wire(
                 code::UNSUPPORTED,
                 format!("{other} is not a call Berth knows"),

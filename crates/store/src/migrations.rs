@@ -204,6 +204,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         path          TEXT PRIMARY KEY NOT NULL,
         opened_at_ms  INTEGER NOT NULL
     ) STRICT;",
+    // 16: OpenCode V2 plugins' `ctx.storage`, one space per plugin ID.
+    "CREATE TABLE plugin_storage (
+        plugin_id     TEXT NOT NULL,
+        key           TEXT NOT NULL,
+        value_json    TEXT NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (plugin_id, key)
+    ) STRICT;",
 ];
 
 /// The schema version this build writes.

@@ -196,6 +196,48 @@ fn the_wal_stays_bounded_under_writes_that_never_pause() {
     assert_eq!(rows, 20_000, "every write kept");
 }
 
+/// OpenCode V2 plugins' `ctx.storage`: one space per plugin ID, scanned in key order by prefix,
+/// and its writes are not status changes (no rescan per write).
+#[test]
+fn plugin_storage_is_one_space_per_plugin_id() {
+    let d = dir();
+    let s = Store::open(&d.path().join("berth.db")).unwrap().store;
+    let start = s.changes_beyond_calls();
+    s.set_plugin_value("a", "k1", "1").unwrap();
+    s.set_plugin_value("a", "k2", "{\"x\":2}").unwrap();
+    s.set_plugin_value("a", "other", "3").unwrap();
+    s.set_plugin_value("b", "k1", "\"b's\"").unwrap();
+    s.set_plugin_value("a", "k1", "10").unwrap();
+    assert_eq!(s.plugin_value("a", "k1").unwrap().as_deref(), Some("10"));
+    assert_eq!(
+        s.plugin_value("b", "k1").unwrap().as_deref(),
+        Some("\"b's\"")
+    );
+    assert_eq!(s.plugin_value("c", "k1").unwrap(), None);
+    let keys = |after: Option<&str>, limit| -> Vec<String> {
+        s.scan_plugin_values("a", "k", after, limit)
+            .unwrap()
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
+    };
+    assert_eq!(keys(None, 100), ["k1", "k2"]);
+    assert_eq!(keys(None, 1), ["k1"]);
+    assert_eq!(keys(Some("k1"), 100), ["k2"]);
+    s.remove_plugin_value("a", "k1").unwrap();
+    assert_eq!(s.plugin_value("a", "k1").unwrap(), None);
+    assert_eq!(
+        s.plugin_value("b", "k1").unwrap().as_deref(),
+        Some("\"b's\""),
+        "b's untouched"
+    );
+    assert_eq!(
+        s.changes_beyond_calls(),
+        start,
+        "storage writes are not status changes"
+    );
+}
+
 #[test]
 fn changes_beyond_calls_ignore_receipts_and_count_the_rest() {
     let d = dir();

@@ -99,7 +99,9 @@ impl Catalog {
             ) && !s.capabilities.contents_unknown
                 && !matches!(
                     s.state,
-                    SourceState::Unsupported | SourceState::IncompatibleVersion
+                    SourceState::Unsupported
+                        | SourceState::IncompatibleVersion
+                        | SourceState::Disabled
                 )
         };
         for source in fresh.sources.iter().filter(loadable) {

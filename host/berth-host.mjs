@@ -616,6 +616,7 @@ async function loadV2(instance, d, options, context = {}) {
     location: { directory: context.directory, project: { id: project.id ?? "global", directory: worktree, canonical: worktree } },
     appVersion: V2_API_VERSION,
     upcall: (method, body) => upcall(instance, method, body),
+    effect: typeof d.effect === "function" ? await loadEffect() : null,
     fail,
     toJsonSchema: (schema) => normalizeSchema(z.toJSONSchema(schema, { io: "input" })),
   })
@@ -626,6 +627,17 @@ async function loadV2(instance, d, options, context = {}) {
     arrayPush(tools, { name: t.name, description: t.description, parameters: t.parameters })
   }
   return { id: v2.id, generation: "v2", factories: 1, hooks: v2.hookNames, tools, auth: [] }
+}
+
+/** Berth's one copy of `effect` (host dependencies, 4.0.1), loaded for the first Effect plugin. */
+let effectModules = null
+async function loadEffect() {
+  if (!effectModules) {
+    const at = (spec) => (isBun ? Bun.resolveSync(spec, depsDir) : spec)
+    const [Effect, Scope, Exit] = await Promise.all(["effect/Effect", "effect/Scope", "effect/Exit"].map((m) => import(at(m))))
+    effectModules = { Effect, Scope, Exit }
+  }
+  return effectModules
 }
 
 /** The OpenCode V2 plugin API Berth's adapter follows (`ctx.app.version`; D-044). */

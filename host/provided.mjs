@@ -11,6 +11,9 @@ const at = (file) => realpathSync(fileURLToPath(new URL(file, import.meta.url)))
 const PROVIDED = {
   "@opencode/plugin": at("./v2-plugin.mjs"),
   "@opencode/plugin/effect": at("./v2-effect.mjs"),
+  // The 1.18.33 package's early mirror of the V2 API.
+  "@opencode-ai/plugin/v2/promise": at("./v2-plugin.mjs"),
+  "@opencode-ai/plugin/v2/effect": at("./v2-effect.mjs"),
   // The seeds' commit named the Effect flavour so.
   "@opencode-ai/plugin/effect": at("./v2-effect.mjs"),
 }

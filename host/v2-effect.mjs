@@ -1,9 +1,9 @@
-// `@opencode/plugin/effect` (and the seeds' `@opencode-ai/plugin/effect`): the Effect flavour of
-// OpenCode V2 plugins is not run by Berth yet (ledger D-044). Importing it fails the plugin's
-// load with a stable `unsupported` error naming the module — never a generic "cannot find
-// package", and never a half-working context.
-const e = new Error(
-  "Berth does not run Effect-flavoured OpenCode V2 plugins yet (`@opencode/plugin/effect`); the Promise flavour (`@opencode/plugin`, `Plugin.define({ id, setup })`) runs",
-)
-e.berthCode = "unsupported"
-throw e
+// `@opencode/plugin/effect` (and the seeds' `@opencode-ai/plugin/effect`) as Berth provides it
+// to Effect-flavoured OpenCode V2 plugins: `Plugin.define` (the identity) and `Tool.Error`, the
+// same class as the Promise flavour's. The plugin's `effect` imports resolve to Berth's one
+// pinned copy of `effect` (4.0.1, the version OpenCode 2 provides); `v2.mjs` runs the plugin's
+// Effect in a scope of its own and closes it on unload. Ledger D-044.
+//
+// Owns: this module's exports. Must not: hold state of any plugin.
+export { Plugin, Tool, ToolError, Error } from "./v2-plugin.mjs"
+export { default } from "./v2-plugin.mjs"

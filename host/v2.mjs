@@ -1,5 +1,6 @@
 // OpenCode V2 plugins in Berth's host (seeds 000/001, wave-2 anchors (f); ledger D-044): a
-// default export `{ id, setup }` is set up with a V2 context, and what it registers is handed
+// default export `{ id, setup }` (Promise) or `{ id, effect }` (Effect, run in a scope of its
+// own) is set up with a V2 context, and what it registers is handed
 // to the host in V1's shapes — tools like a V1 plugin's `tool` map (through the same
 // receipts), its tool hooks as `tool.execute.before/after`, its cleanup as `dispose`, its event
 // subscriptions fed by the `event` hook — so approval, supervision, budgets, policy caps and
@@ -22,6 +23,10 @@ function effectiveName(name, namespace) {
 }
 const VALID_NAME = /^[A-Za-z0-9_-]{1,64}$/
 
+/** OpenCode 2's session hooks Berth chains (`berth hook session.<name>`, event in `--output`);
+ * `http.request` / `http.response` carry a Request or Response object and are not served. */
+const SESSION_HOOKS = new Set(["prompt", "context", "compaction", "generate", "title", "model.request", "retry"])
+
 /** The context parts OpenCode 2 has and Berth does not serve (yet): each method throws. */
 const UNSERVED = [
   "agent", "aisdk", "catalog", "command", "credential", "experimental", "generate", "integration", "mcp", "model",
@@ -36,14 +41,16 @@ const UNSERVED = [
 export async function setupV2(definition, env) {
   const { instance, fail } = env
   const id = definition.id
-  if (typeof definition.setup !== "function") {
-    throw fail("unsupported", `${id}: Berth does not run Effect-flavoured OpenCode V2 plugins (\`effect\`) yet; the Promise flavour (\`setup\`) runs`)
-  }
+  // OpenCode 2 reads `effect` first when a definition has both.
+  const E = typeof definition.effect === "function" ? env.effect : null
+  // What a plugin's callback or tool gives back: an Effect (the Effect flavour) is run.
+  const settle = (v) => (E && E.Effect.isEffect(v) ? E.Effect.runPromise(v) : v)
   const unsupported = (method) => fail("unsupported", `${id}: ctx.${method} is not served by Berth (OpenCode V2 context); see the deviations ledger D-044`)
   const registrations = [] // { dispose } in registration order
   const before = [] // execute.before callbacks, in registration order
   const after = []
   const tools = new Map() // effective name -> { name, description, parameters, def }
+  const sessionHooks = new Map() // hook name -> [{ cb, providerID }] in registration order
   const subscribers = new Set()
   let closed = false
 
@@ -83,7 +90,7 @@ export async function setupV2(definition, env) {
           signal: ctx.abort,
           progress: async (update) => ctx.metadata({ metadata: update }),
         }
-        return resultOf(await info.execute(args, context), name)
+        return resultOf(await settle(info.execute(args, context)), name)
       },
     }
     return { name, description: def.description, parameters, def }
@@ -204,14 +211,49 @@ export async function setupV2(definition, env) {
         throw unsupported("tool.reload")
       },
     },
-    session: new Proxy({}, { get: (_, p) => (typeof p === "string" ? () => { throw unsupported(`session.${p}`) } : undefined) }),
+    session: new Proxy(
+      {
+        async hook(name, cb, options) {
+          if (typeof cb !== "function") throw fail("invalid-response", `${id}: ctx.session.hook(${JSON.stringify(name)}) needs a function`)
+          if (!SESSION_HOOKS.has(name)) throw unsupported(`session.hook(${JSON.stringify(name)})`)
+          if (!sessionHooks.has(name)) sessionHooks.set(name, [])
+          const list = sessionHooks.get(name)
+          const entry = { cb, providerID: options?.providerID }
+          list.push(entry)
+          const reg = {
+            async dispose() {
+              const i = list.indexOf(entry)
+              if (i >= 0) list.splice(i, 1)
+            },
+          }
+          registrations.push(reg)
+          return reg
+        },
+      },
+      { get: (t, p) => (p in t ? t[p] : typeof p === "string" ? () => { throw unsupported(`session.${p}`) } : undefined) },
+    ),
     event: { subscribe },
   }
   for (const part of UNSERVED) {
     ctx[part] = new Proxy({}, { get: (_, p) => (typeof p === "string" ? () => { throw unsupported(`${part}.${p}`) } : undefined) })
   }
 
-  const cleanup = await definition.setup(ctx)
+  let cleanup
+  if (E) {
+    // The Effect flavour: the plugin's Effect runs in a scope of its own; its finalizers run
+    // when Berth unloads it (the scope is closed), as OpenCode 2 closes a plugin's scope.
+    const { Effect, Scope, Exit } = E
+    const scope = await Effect.runPromise(Scope.make())
+    try {
+      await Effect.runPromise(Scope.provide(scope)(definition.effect(effectContext(ctx, Effect))))
+    } catch (e) {
+      await Effect.runPromise(Scope.close(scope, Exit.void)).catch(() => {})
+      throw e
+    }
+    cleanup = () => Effect.runPromise(Scope.close(scope, Exit.void))
+  } else {
+    cleanup = await definition.setup(ctx)
+  }
 
   // V1's shapes, for the host's chains. The before hooks see the call's input before the
   // tool decodes it (V2's rule); a `Tool.Error` (or any throw) refuses the call.
@@ -219,7 +261,7 @@ export async function setupV2(definition, env) {
     async "tool.execute.before"(input, output) {
       if (!before.length) return
       const event = { tool: input.tool, sessionID: input.sessionID, agent: input.agent ?? "berth", messageID: input.messageID, id: input.callID, input: output.args }
-      for (const { cb } of [...before]) await cb(event)
+      for (const { cb } of [...before]) await settle(cb(event))
       if (event.tool !== input.tool) throw fail("unsupported", `${id}: renaming a call in execute.before (to ${JSON.stringify(event.tool)}) is not served by Berth`)
       if (event.input !== output.args) {
         // V1 keeps the args object (a replaced `output.args` is ignored): the new input is
@@ -232,7 +274,7 @@ export async function setupV2(definition, env) {
       if (!after.length) return
       const result = { content: output.output, metadata: output.metadata }
       const event = { tool: input.tool, sessionID: input.sessionID, agent: input.agent ?? "berth", messageID: input.messageID, id: input.callID, input: input.args, status: "completed", result }
-      for (const { cb } of [...after]) await cb(event)
+      for (const { cb } of [...after]) await settle(cb(event))
       const mapped = resultOf(event.result ?? result, input.tool)
       output.output = mapped.output
       output.metadata = mapped.metadata
@@ -248,8 +290,48 @@ export async function setupV2(definition, env) {
       if (typeof cleanup === "function") await cleanup()
     },
   }
-  const hookNames = ["dispose", "event"]
+  // Session hooks: the event is the chain's output, changed in place by each callback in
+  // registration order (a callback with a `providerID` sees only that provider's events).
+  for (const name of sessionHooks.keys()) {
+    hooks[`session.${name}`] = async (_input, event) => {
+      for (const { cb, providerID } of [...sessionHooks.get(name)]) {
+        if (providerID !== undefined && event?.model?.providerID !== providerID) continue
+        await settle(cb(event))
+      }
+    }
+  }
+  const hookNames = ["dispose", "event", ...[...sessionHooks.keys()].map((n) => `session.${n}`)]
   if (before.length) hookNames.push("tool.execute.before")
   if (after.length) hookNames.push("tool.execute.after")
   return { id, tools: [...tools.values()], hooks, hookNames: hookNames.sort() }
+}
+
+/**
+ * The Effect flavour's context: the same parts, each method giving an Effect instead of a
+ * Promise (`yield* ctx.tool.transform(...)`); the unserved parts still throw `unsupported`.
+ */
+function effectContext(ctx, Effect) {
+  const wrap = (part) => {
+    if (part === null || typeof part !== "object") return part
+    return new Proxy(part, {
+      get(target, p) {
+        const v = target[p]
+        if (typeof v !== "function") return v
+        return (...args) => {
+          const out = v.apply(target, args)
+          return out && typeof out.then === "function" ? Effect.promise(() => out) : Effect.succeed(out)
+        }
+      },
+    })
+  }
+  return {
+    options: ctx.options,
+    location: ctx.location,
+    app: ctx.app,
+    storage: wrap(ctx.storage),
+    tool: wrap(ctx.tool),
+    event: ctx.event,
+    session: ctx.session,
+    ...Object.fromEntries(UNSERVED.map((part) => [part, ctx[part]])),
+  }
 }

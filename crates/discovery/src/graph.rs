@@ -284,7 +284,9 @@ impl ConfigGraph {
             }
             if dir.exists {
                 for sub in ["plugin", "plugins"] {
-                    for file in b.list_scripts(&dir.path.join(sub), &["ts", "js"]) {
+                    let mut found = b.list_scripts(&dir.path.join(sub), &["ts", "js"]);
+                    found.extend(v2_package_folders(&dir.path.join(sub)));
+                    for file in found {
                         let raw = spec::file_url(&file);
                         b.origins.push(PluginOrigin {
                             spec: PluginSpec::Path {
@@ -994,4 +996,50 @@ fn v2_servers(mcp: &Value) -> Value {
         }
         _ => mcp.clone(),
     }
+}
+
+/// The entries of OpenCode V2 package folders in a `plugin(s)/` folder (seed 000; D-044): a
+/// child folder (or a symlink to one) whose entry — `package.json`'s `exports`, `module` or
+/// `main` when a string and inside the folder, else `index.ts`, `index.js` — has a V2 default
+/// export. OpenCode 1.18.4 ignores folders there, so a folder with a V1 plugin stays out, as
+/// in OpenCode; after the folder's files, in name order.
+fn v2_package_folders(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut folders: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    folders
+        .iter()
+        .filter_map(|folder| {
+            let pkg: Option<Value> = std::fs::read_to_string(folder.join("package.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok());
+            let declared = ["exports", "module", "main"]
+                .iter()
+                .filter_map(|k| pkg.as_ref()?.get(*k)?.as_str().map(str::to_string));
+            let entry = declared
+                .chain(["index.ts".to_string(), "index.js".to_string()])
+                .filter(|c| !Path::new(c).is_absolute())
+                .map(|c| folder.join(c))
+                .filter(|p| p.is_file())
+                .find(|p| {
+                    std::fs::canonicalize(p)
+                        .ok()
+                        .zip(std::fs::canonicalize(folder).ok())
+                        .is_some_and(|(p, f)| p.starts_with(f))
+                })?;
+            // Large files are not read here; the scan reads every file it takes.
+            let text = std::fs::read_to_string(&entry)
+                .ok()
+                .filter(|t| t.len() < 1 << 20)?;
+            let shape = crate::facts::analyze(&entry, &text).default_shape;
+            (crate::source::Generation::of(shape.as_ref()) != crate::source::Generation::V1)
+                .then_some(entry)
+        })
+        .collect()
 }

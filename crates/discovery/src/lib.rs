@@ -33,5 +33,6 @@ pub use scan::{
     npm_versions_dir, prepared_package_dir, resolved_in, Discovery, Scanner, OPENCODE_VERSION,
 };
 pub use source::{
-    Capabilities, Diagnostic, Manifest, NpmRef, Resolved, Scope, Source, SourceKind, SourceState,
+    Capabilities, Diagnostic, Generation, Manifest, NpmRef, Resolved, Scope, Source, SourceKind,
+    SourceState,
 };

@@ -960,7 +960,14 @@ impl Catalog {
             )
             .for_plugin(source.id.clone()));
         }
-        deps.push(sup.layout().deps_dir.clone());
+        // OpenCode 2 provides `effect` (and `@opencode/plugin`) to V2 plugins: Berth's host
+        // dependencies resolve first for them, so every V2 import of `effect` is Berth's one
+        // pinned copy whatever their own dependencies hold (D-044); for the others, last.
+        if source.capabilities.generation == Some(berth_discovery::Generation::V2) {
+            deps.insert(0, sup.layout().deps_dir.clone());
+        } else {
+            deps.push(sup.layout().deps_dir.clone());
+        }
         let files: serde_json::Map<String, Value> = source
             .manifest
             .files

@@ -26,5 +26,8 @@ export const Plugin = Object.freeze({
   define: (plugin) => plugin,
 })
 
+/** The mirror's spelling (`@opencode-ai/plugin@1.18.33` `./v2/promise`): `define(plugin)`. */
+export const define = Plugin.define
+
 export { ToolError as Error }
 export default { Plugin, Tool }

@@ -404,3 +404,68 @@ async fn a_v2_package_folder_in_plugins_is_found_and_a_v1_folder_is_not() {
     );
     berth.shutdown_hosts().await;
 }
+
+/// The TypeScript compiler the set-up installs, with the published V2 typings' early mirror.
+fn tsc(project: &str) -> std::process::Output {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
+    std::process::Command::new("node")
+        .arg(root.join(".tools/v2-types/node_modules/typescript/bin/tsc"))
+        .arg("-p")
+        .arg(root.join("fixtures/v2/typed").join(project))
+        .output()
+        .expect("node runs tsc (scripts/setup installs it)")
+}
+
+/// Where the published typings (`@opencode-ai/plugin@1.18.33` `./v2/promise`) cover what a
+/// fixture uses, it type-checks against them — and a wrong one does not (the control) — and
+/// Berth runs it as written: its options reach it, and a part Berth does not serve fails the
+/// load with `unsupported` naming the method when the plugin lets it through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixture_typed_against_the_published_v2_typings_checks_and_runs() {
+    let ok = tsc("tsconfig.json");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    let wrong = tsc("wrong/tsconfig.json");
+    let said = String::from_utf8_lossy(&wrong.stdout);
+    assert!(!wrong.status.success(), "the control must fail");
+    assert!(said.contains("TS2322") && said.contains("TS2339"), "{said}");
+
+    for (greeting, fails) in [("hej", false), ("fail-on-unsupported", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(
+            project.join("opencode.json"),
+            json!({ "plugins": [{ "package": "./typed-options.ts", "options": { "greeting": greeting } }] }).to_string(),
+        )
+        .unwrap();
+        let berth = support::open_project(
+            dir.path(),
+            &[("v2/typed/typed-options.ts", "typed-options.ts")],
+        );
+        let typed = source(&berth, "plugin-typed-options");
+        assert_eq!(
+            typed.source.capabilities.plugin_id.as_deref(),
+            Some("example.v2-typed")
+        );
+        berth.decide(None, Decision::Allow, "test", false).unwrap();
+        let act = berth.activate().await;
+        if fails {
+            let p = act.problems.first().expect("the load fails");
+            assert_eq!(p.code, "unsupported", "{p:?}");
+            assert!(
+                p.message.contains("ctx.agent.transform is not served"),
+                "{p:?}"
+            );
+        } else {
+            assert!(act.problems.is_empty(), "{:?}", act.problems);
+        }
+        berth.shutdown_hosts().await;
+    }
+}

@@ -54,8 +54,8 @@ export async function setupV2(definition, env) {
   const subscribers = new Set()
   let closed = false
 
-  const register = (list, cb) => {
-    const entry = { cb }
+  // One registration in `list` (`entry`: `{ cb, … }`), removed by its `dispose` or on unload.
+  const register = (list, entry) => {
     list.push(entry)
     const reg = {
       async dispose() {
@@ -200,8 +200,8 @@ export async function setupV2(definition, env) {
       },
       async hook(name, cb) {
         if (typeof cb !== "function") throw fail("invalid-response", `${id}: ctx.tool.hook(${JSON.stringify(name)}) needs a function`)
-        if (name === "execute.before") return register(before, cb)
-        if (name === "execute.after") return register(after, cb)
+        if (name === "execute.before") return register(before, { cb })
+        if (name === "execute.after") return register(after, { cb })
         throw unsupported(`tool.hook(${JSON.stringify(name)})`)
       },
       async list() {
@@ -217,17 +217,7 @@ export async function setupV2(definition, env) {
           if (typeof cb !== "function") throw fail("invalid-response", `${id}: ctx.session.hook(${JSON.stringify(name)}) needs a function`)
           if (!SESSION_HOOKS.has(name)) throw unsupported(`session.hook(${JSON.stringify(name)})`)
           if (!sessionHooks.has(name)) sessionHooks.set(name, [])
-          const list = sessionHooks.get(name)
-          const entry = { cb, providerID: options?.providerID }
-          list.push(entry)
-          const reg = {
-            async dispose() {
-              const i = list.indexOf(entry)
-              if (i >= 0) list.splice(i, 1)
-            },
-          }
-          registrations.push(reg)
-          return reg
+          return register(sessionHooks.get(name), { cb, providerID: options?.providerID })
         },
       },
       { get: (t, p) => (p in t ? t[p] : typeof p === "string" ? () => { throw unsupported(`session.${p}`) } : undefined) },

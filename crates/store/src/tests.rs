@@ -156,6 +156,21 @@ fn a_data_dir_under_a_regular_file_is_reported_with_its_path() {
     assert!(err.to_string().contains("plain-file"), "{err}");
 }
 
+/// A `probe` call's receipt, accepted and running.
+fn accept_running(s: &Store, id: &str, key: Option<&str>) {
+    let n = NewReceipt {
+        receipt_id: id,
+        idempotency_key: key,
+        tool: "probe",
+        source_id: "src",
+        args_digest: "d",
+        owner_pid: 1,
+        owner_start: 1,
+    };
+    s.accept_receipt(&n).unwrap();
+    s.mark_receipt_running(id).unwrap();
+}
+
 /// Writes that never pause (the chaos soak's callers) must not grow the WAL without end: a
 /// passive checkpoint alone never lets SQLite wrap it, and the `-wal` file reached 800 MB in
 /// a minute, its `-shm` index growing in every process's memory with it.
@@ -169,17 +184,7 @@ fn the_wal_stays_bounded_under_writes_that_never_pause() {
     for i in 0..20_000 {
         let id = format!("rcpt_{i:06}");
         let key = format!("key-{i}");
-        let n = NewReceipt {
-            receipt_id: &id,
-            idempotency_key: Some(&key),
-            tool: "probe",
-            source_id: "src",
-            args_digest: "d",
-            owner_pid: 1,
-            owner_start: 1,
-        };
-        s.accept_receipt(&n).unwrap();
-        s.mark_receipt_running(&id).unwrap();
+        accept_running(&s, &id, Some(&key));
         largest = largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
     }
     // 16 MiB of frames, plus what lands while a checkpoint runs (about 25 MiB at most here);
@@ -243,17 +248,7 @@ fn changes_beyond_calls_ignore_receipts_and_count_the_rest() {
     let d = dir();
     let s = Store::open(&d.path().join("berth.db")).unwrap().store;
     let start = s.changes_beyond_calls();
-    let n = NewReceipt {
-        receipt_id: "rcpt_probe",
-        idempotency_key: None,
-        tool: "probe",
-        source_id: "src",
-        args_digest: "d",
-        owner_pid: 1,
-        owner_start: 1,
-    };
-    s.accept_receipt(&n).unwrap();
-    s.mark_receipt_running("rcpt_probe").unwrap();
+    accept_running(&s, "rcpt_probe", None);
     assert_eq!(s.changes_beyond_calls(), start, "receipts");
     s.set_meta("probe", "x").unwrap();
     assert_eq!(s.changes_beyond_calls(), start + 1, "anything else");

@@ -367,6 +367,48 @@ fn hosts_die_with_berth_even_after_kill_9() {
     }
 }
 
+/// A running Berth activating again (here: after a policy change) keeps a restricted host that
+/// nothing changed for. Berth keeps a copy of each version it loads; the boundary used to list
+/// that copy once it existed, so the second activation saw "its boundary changed" and
+/// restarted the host (the source read `updating`) for nothing.
+#[test]
+fn a_second_activation_keeps_the_restricted_host_nothing_changed_for() {
+    let m = Machine::new(false, "landlock");
+    m.restrict_effects_beside_a_plain_tool();
+    let srv = m.serve();
+    assert_eq!(m.cli(&["approve", "--all"]).0, 0);
+    let pids = |v: &Value| -> Vec<u64> {
+        let mut p: Vec<u64> = v["hosts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|h| h["pid"].as_u64())
+            .collect();
+        p.sort();
+        p
+    };
+    let v = wait_for(&srv, "both hosts", |v| {
+        v["tools"].as_array().is_some_and(|t| t.len() == 8)
+            && v["hosts"].as_array().is_some_and(|h| h.len() == 2)
+    });
+    let before = pids(&v);
+    assert_eq!(m.cli(&["policy", "set", "budget.hook", "5000"]).0, 0);
+    wait_for(&srv, "the policy change", |v| {
+        v["policy"]["entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["key"] == "budget.hook" && e["value"] == 5000)
+    });
+    // Time for the activation the change starts to retire a host, were it to.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let v = wait_for(&srv, "both hosts again", |v| {
+        v["hosts"].as_array().is_some_and(|h| h.len() == 2)
+    });
+    assert_eq!(pids(&v), before, "the hosts were restarted: {}", v["hosts"]);
+    assert_eq!(source(&v, "effects.ts")["state"], "active");
+}
+
 /// A restricted local plugin rolled back after a broken edit reads its kept bytes from Berth's
 /// copy inside its boundary (the copy is part of what it may read), under both tiers.
 #[test]

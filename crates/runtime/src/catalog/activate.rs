@@ -415,7 +415,15 @@ impl Catalog {
                     );
                     continue;
                 }
-                let r = restricted::restriction_for(&self.core, source, &policy);
+                let kept: Vec<std::path::PathBuf> = self
+                    .state
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .pinned
+                    .get(&id)
+                    .map(|(_, kept)| kept.values().cloned().collect())
+                    .unwrap_or_default();
+                let r = restricted::restriction_for(&self.core, source, &policy, &kept);
                 // What it may reach changed (the project's access, the network): its running
                 // host was made for the old boundary.
                 if sup.restrict(&host_key, r) && sup.current_for(&host_key).await.is_some() {

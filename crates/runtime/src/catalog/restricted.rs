@@ -27,22 +27,22 @@ const PROTECTED: &[&str] = &[
 ];
 
 /// What restricted `source` may reach.
-pub(crate) fn restriction_for(core: &Core, source: &Source, policy: &Effective) -> Restriction {
+pub(crate) fn restriction_for(
+    core: &Core,
+    source: &Source,
+    policy: &Effective,
+    kept: &[PathBuf],
+) -> Restriction {
     let options = core.options();
     let project = core.status().project.worktree.clone();
     let home = options.data_dir.join("restricted").join(&source.id);
     let _ = std::fs::create_dir_all(home.join(".cache"));
     let mut read: Vec<PathBuf> = source.manifest.files.keys().cloned().collect();
     read.extend(source.manifest.trees.keys().cloned());
-    // Berth's copies of these exact bytes, where a rolled-back source reads them from.
-    read.extend(
-        source
-            .manifest
-            .files
-            .values()
-            .map(|d| crate::versions::kept_copy(&options.data_dir, d))
-            .filter(|c| c.is_file()),
-    );
+    // Berth's copies of these exact bytes, where a source rolled back reads them from: only
+    // then (`kept`). Berth keeps a copy of every version it activates, so probing for one would
+    // change the boundary right after the first load and restart the host for nothing.
+    read.extend(kept.iter().cloned());
     match (&source.npm, source.kind) {
         (Some(npm), SourceKind::NpmPlugin) => read.push(berth_discovery::npm_install_dir(
             &options.packages_dir(),

@@ -616,7 +616,7 @@ async function loadV2(instance, d, options, context = {}) {
     location: { directory: context.directory, project: { id: project.id ?? "global", directory: worktree, canonical: worktree } },
     appVersion: V2_API_VERSION,
     upcall: (method, body) => upcall(instance, method, body),
-    effect: typeof d.effect === "function" ? await loadEffect() : null,
+    loadEffect,
     fail,
     toJsonSchema: (schema) => normalizeSchema(z.toJSONSchema(schema, { io: "input" })),
   })

@@ -41,9 +41,9 @@ const pathOf = (url) => (url?.startsWith("file:") ? fileURLToPath(url.replace(/[
 
 export async function resolve(specifier, context, next) {
   const importer = pathOf(context.parentURL)
-  const provided = isBare(specifier) && importer && !gate.isTrusted(importer) ? providedModule(specifier) : null
-  if (provided) return { url: pathToFileURL(provided).href, format: "module", shortCircuit: true }
   if (isBare(specifier) && importer && !gate.isTrusted(importer)) {
+    const provided = providedModule(specifier)
+    if (provided) return { url: pathToFileURL(provided).href, format: "module", shortCircuit: true }
     for (const dir of gate.depsOf(importer)) {
       try {
         return await next(specifier, { ...context, parentURL: pathToFileURL(dir.replace(/\/?$/, "/")).href })

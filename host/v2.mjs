@@ -42,7 +42,7 @@ export async function setupV2(definition, env) {
   const { instance, fail } = env
   const id = definition.id
   // OpenCode 2 reads `effect` first when a definition has both.
-  const E = typeof definition.effect === "function" ? env.effect : null
+  const E = typeof definition.effect === "function" ? await env.loadEffect() : null
   // What a plugin's callback or tool gives back: an Effect (the Effect flavour) is run.
   const settle = (v) => (E && E.Effect.isEffect(v) ? E.Effect.runPromise(v) : v)
   const unsupported = (method) => fail("unsupported", `${id}: ctx.${method} is not served by Berth (OpenCode V2 context); see the deviations ledger D-044`)
@@ -150,10 +150,10 @@ export async function setupV2(definition, env) {
   }
 
   const storage = {
-    get: (key) => env.upcall("storage.get", { plugin: id, key: String(key) }).then((v) => v?.value ?? undefined),
-    set: (key, value) => env.upcall("storage.set", { plugin: id, key: String(key), value: value === undefined ? null : value }).then(() => undefined),
-    remove: (key) => env.upcall("storage.remove", { plugin: id, key: String(key) }).then(() => undefined),
-    scan: (opts) => env.upcall("storage.scan", { plugin: id, prefix: String(opts?.prefix ?? ""), after: opts?.after ?? null, limit: opts?.limit ?? null }),
+    get: (key) => env.upcall("storage.get", { key: String(key) }).then((v) => v?.value ?? undefined),
+    set: (key, value) => env.upcall("storage.set", { key: String(key), value: value === undefined ? null : value }).then(() => undefined),
+    remove: (key) => env.upcall("storage.remove", { key: String(key) }).then(() => undefined),
+    scan: (opts) => env.upcall("storage.scan", { prefix: String(opts?.prefix ?? ""), after: opts?.after ?? null, limit: opts?.limit ?? null }),
   }
 
   const subscribe = () => {

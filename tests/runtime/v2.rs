@@ -20,7 +20,18 @@ const V2_PLUGINS: &[(&str, &str)] = &[
         ".opencode/plugins/unsupported-part.ts",
     ),
     ("v2/effect-scoped.ts", ".opencode/plugins/effect-scoped.ts"),
+    (
+        "v2/storage-neighbour.ts",
+        ".opencode/plugins/storage-neighbour.ts",
+    ),
 ];
+
+/// What `v2n_peek` (the neighbour plugin) finds in its storage after counting one more call.
+async fn peek(berth: &Berth) -> serde_json::Value {
+    let r = call(berth, "v2n_peek", json!({})).await;
+    serde_json::from_str(r.output.as_deref().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {r:?}"))
+}
 
 async fn call(berth: &Berth, tool: &str, args: serde_json::Value) -> berth_runtime::Receipt {
     berth
@@ -107,6 +118,12 @@ async fn v2_plugins_run(node: bool) {
     assert_eq!(stored["by"], "setup", "{stored}");
     assert_eq!(stored["app"], "2.3.0");
     assert!(stored["directory"].as_str().unwrap().ends_with("project"));
+    // One space per plugin id: the neighbour stored under the same key in the same host, and
+    // each reads its own.
+    assert_eq!(
+        peek(&berth).await,
+        json!({ "calls": 1, "keys": ["calls", "loaded"], "loaded": { "by": "neighbour" } })
+    );
     // Unsupported parts: a stable code naming the method; the rest of the plugin works.
     let caught = call(&berth, "v2_caught", json!({})).await;
     let text = caught.output.unwrap();
@@ -178,6 +195,14 @@ async fn v2_plugins_run(node: bool) {
         ["cleanup ran", "finalizer ran"],
         "the cleanup setup returned and the Effect scope's finalizer ran once each on unload"
     );
+    drop(berth);
+
+    // What a plugin stored outlives Berth: the same data dir, opened again, serves it back.
+    let berth = support::open_project(dir.path(), V2_PLUGINS);
+    let act = berth.activate().await;
+    assert!(act.problems.is_empty(), "{:?}", act.problems);
+    assert_eq!(peek(&berth).await["calls"], 2);
+    berth.shutdown_hosts().await;
     std::env::remove_var("BERTH_TEST_V2_MARKER");
     std::env::remove_var("BERTH_BUN");
 }

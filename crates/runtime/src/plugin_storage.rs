@@ -1,9 +1,9 @@
 //! The `storage.*` calls an OpenCode V2 plugin's `ctx.storage` makes into Berth (ledger
-//! D-044): `get`, `set`, `remove`, `scan`, on JSON values, in the space of the plugin ID the
-//! host loaded it under, in Berth's store (never in the user's OpenCode folders).
+//! D-044): `get`, `set`, `remove`, `scan`, on JSON values, in the space of the plugin's ID as
+//! its approved source spells it, in Berth's store (never in the user's OpenCode folders).
 //!
 //! Owns: checking and answering those calls. Must not: log or show a value (they are the
-//! plugin's data), or answer outside the plugin's own space.
+//! plugin's data), or take the space from the call: a forged frame names only itself.
 
 use berth_protocol::WireError;
 use serde_json::{json, Value};
@@ -30,15 +30,28 @@ pub(crate) fn answer(
     method: &str,
     body: &Value,
 ) -> Result<Value, WireError> {
-    let plugin = body["plugin"]
-        .as_str()
-        .filter(|p| !p.is_empty())
+    // The space is the one Berth knows for this source, never one the frame names: the
+    // plugin's `id` as its approved bytes spell it (a host can forge frames, not approvals),
+    // else the source's own id.
+    let status = core.status();
+    let plugin = status
+        .sources
+        .iter()
+        .find(|s| s.source.id == instance)
+        .map(|s| {
+            s.source
+                .capabilities
+                .plugin_id
+                .clone()
+                .unwrap_or_else(|| s.source.id.clone())
+        })
         .ok_or_else(|| {
             refused(
-                code::INVALID_ARGUMENTS,
-                format!("{instance}: ctx.storage.{method} came without the plugin's id"),
+                code::UNSUPPORTED,
+                format!("{instance}: ctx.storage.{method} from a source Berth does not list"),
             )
         })?;
+    let plugin = plugin.as_str();
     let key = body["key"].as_str().unwrap_or_default();
     if key.len() > MAX_KEY_BYTES {
         return Err(refused(

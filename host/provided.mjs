@@ -8,14 +8,17 @@ import { realpathSync } from "node:fs"
 
 const at = (file) => realpathSync(fileURLToPath(new URL(file, import.meta.url)))
 
+// `opencode-plugin/` is a package folder (named `@opencode/plugin`) so that an npm plugin's
+// install can link it in where npm would otherwise fetch it (`deps.rs`, D-044): the same files,
+// one module per host whichever way a plugin reaches them.
 const PROVIDED = {
-  "@opencode/plugin": at("./v2-plugin.mjs"),
-  "@opencode/plugin/effect": at("./v2-effect.mjs"),
+  "@opencode/plugin": at("./opencode-plugin/index.mjs"),
+  "@opencode/plugin/effect": at("./opencode-plugin/effect.mjs"),
   // The 1.18.33 package's early mirror of the V2 API.
-  "@opencode-ai/plugin/v2/promise": at("./v2-plugin.mjs"),
-  "@opencode-ai/plugin/v2/effect": at("./v2-effect.mjs"),
+  "@opencode-ai/plugin/v2/promise": at("./opencode-plugin/index.mjs"),
+  "@opencode-ai/plugin/v2/effect": at("./opencode-plugin/effect.mjs"),
   // The seeds' commit named the Effect flavour so.
-  "@opencode-ai/plugin/effect": at("./v2-effect.mjs"),
+  "@opencode-ai/plugin/effect": at("./opencode-plugin/effect.mjs"),
 }
 
 /** The file Berth serves for `specifier`, or null when it is the plugin's own to resolve. */

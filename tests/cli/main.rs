@@ -36,4 +36,5 @@ mod serve;
 mod status;
 mod store;
 mod updates;
+mod v2_npm;
 mod world;

@@ -71,6 +71,18 @@ pub struct HostLayout {
 }
 
 impl HostLayout {
+    /// The packages Berth provides plugins itself, as (npm package name, folder): Berth's
+    /// `@opencode/plugin` (`host/opencode-plugin`) and its one pinned `effect` (in the host's
+    /// dependencies), as OpenCode 2 provides both at runtime (D-044). An npm plugin's install
+    /// links these folders in where npm would fetch the packages (`berth_runtime::deps`).
+    pub fn provided_packages(&self) -> Vec<(&'static str, PathBuf)> {
+        let host = self.script.parent().unwrap_or(std::path::Path::new("."));
+        vec![
+            ("@opencode/plugin", host.join("opencode-plugin")),
+            ("effect", self.deps_dir.join("node_modules/effect")),
+        ]
+    }
+
     /// The host code (`BERTH_HOST_DIR`, else `host/` found above the running executable, else
     /// the installed package's `../lib/berth/host` beside its `bin/`), and its dependencies
     /// (`BERTH_HOST_DEPS` overrides; otherwise `prepare_deps` prepares them in the data dir,

@@ -263,6 +263,7 @@ pub fn prepare_npm_version(
     version: &str,
     integrity: &str,
     budget: Duration,
+    provided: &[(&str, PathBuf)],
 ) -> Result<PathBuf, BerthError> {
     let failed = |msg: String| {
         BerthError::new(
@@ -288,12 +289,14 @@ pub fn prepare_npm_version(
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| failed(e.to_string()))?;
     let fill = || -> Result<(), String> {
-        std::fs::write(
-            staging.join("package.json"),
-            "{ \"name\": \"berth-plugin-slot\", \"private\": true }\n",
-        )
-        .map_err(|e| e.to_string())?;
-        install_spec(&staging, &format!("{name}@{version}"), budget, true)?;
+        std::fs::write(staging.join("package.json"), SLOT_MANIFEST).map_err(|e| e.to_string())?;
+        install_plugin(
+            &staging,
+            &format!("{name}@{version}"),
+            budget,
+            true,
+            provided,
+        )?;
         let pkg = staging.join("node_modules").join(name);
         let got = berth_discovery::resolved_in(&staging, &pkg)
             .ok_or_else(|| format!("npm finished but {} is missing", pkg.display()))?;
@@ -316,6 +319,108 @@ pub fn prepare_npm_version(
     })?;
     tracing::info!(%name, %version, path = %target.display(), "npm plugin version prepared");
     Ok(target)
+}
+
+/// What a plugin's slot starts as: one private package whose only dependency npm adds.
+const SLOT_MANIFEST: &str = "{ \"name\": \"berth-plugin-slot\", \"private\": true }\n";
+
+/// Installs the plugin `spec` into its slot `dir`, with the packages Berth provides
+/// (`provided`, D-044) linked in where npm would fetch them: `@opencode/plugin` is never
+/// fetched (an OpenCode 2 plugin names it as a peer, and Berth's is the one it gets at
+/// runtime). A package written for OpenCode 2 — one that names `@opencode/plugin` among its
+/// dependencies, peers or dev dependencies — also gets Berth's one `effect` linked at the
+/// slot's top and every `effect` 4 of its tree pointed there, so that its imports, native in
+/// the host, reach the copy OpenCode 2 would provide (a second `npm install`, for those
+/// packages only). A V1 package's install is npm's alone.
+fn install_plugin(
+    dir: &Path,
+    spec: &str,
+    budget: Duration,
+    background: bool,
+    provided: &[(&str, PathBuf)],
+) -> Result<(), String> {
+    let link = |name: &str| {
+        provided
+            .iter()
+            .find(|(n, d)| *n == name && d.join("package.json").is_file())
+            .map(|(_, d)| serde_json::Value::String(format!("file:{}", d.display())))
+    };
+    let edit_slot = |f: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+        let path = dir.join("package.json");
+        let mut slot: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+                .unwrap_or_else(|_| serde_json::json!({}));
+        if let Some(o) = slot.as_object_mut() {
+            f(o);
+        }
+        std::fs::write(&path, format!("{slot:#}\n"))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    if let Some(api) = link(V2_API) {
+        edit_slot(&|o| {
+            o.insert(
+                "overrides".into(),
+                serde_json::json!({ V2_API: api.clone() }),
+            );
+        })?;
+    }
+    install_spec(dir, spec, budget, background)?;
+    let (Some(api), Some(effect)) = (link(V2_API), link("effect")) else {
+        return Ok(());
+    };
+    if !installed_names(dir, V2_API) {
+        return Ok(());
+    }
+    edit_slot(&|o| {
+        let deps = o
+            .entry("dependencies")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(d) = deps.as_object_mut() {
+            d.insert(V2_API.into(), api.clone());
+            d.insert("effect".into(), effect.clone());
+        }
+        o.insert(
+            "overrides".into(),
+            serde_json::json!({ V2_API: api.clone(), "effect@^4.0.0": effect.clone() }),
+        );
+    })?;
+    npm_output(
+        dir,
+        "install",
+        &["--omit-lockfile-registry-resolved"],
+        budget,
+        background,
+    )
+    .map(drop)
+    .map_err(|e| format!("{e} (linking Berth's effect for {spec})"))
+}
+
+/// The name of the module OpenCode 2 provides its plugins (and Berth does: `host/opencode-plugin`).
+const V2_API: &str = "@opencode/plugin";
+
+/// Whether the plugin package npm installed in the slot `dir` (its dependency other than the
+/// links Berth adds) names `name` among its dependencies, peers or dev dependencies.
+fn installed_names(dir: &Path, name: &str) -> bool {
+    let read = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default()
+    };
+    let slot = read(&dir.join("package.json"));
+    let Some(deps) = slot["dependencies"].as_object() else {
+        return false;
+    };
+    deps.keys()
+        .filter(|pkg| *pkg != V2_API && *pkg != "effect")
+        .any(|pkg| {
+            let manifest = read(&dir.join("node_modules").join(pkg).join("package.json"));
+            [
+                "dependencies",
+                "peerDependencies",
+                "devDependencies",
+                "optionalDependencies",
+            ]
+            .iter()
+            .any(|field| manifest[field].get(name).is_some())
+        })
 }
 
 /// `npm install` of exactly `spec` into the slot `dir` (its lockfile records no registry URL).
@@ -500,6 +605,7 @@ pub fn prepare_npm_plugin(
     name: &str,
     request: &str,
     budget: Duration,
+    provided: &[(&str, PathBuf)],
 ) -> Result<PathBuf, BerthError> {
     let local = request.starts_with("file:");
     if name == request && !local {
@@ -530,18 +636,15 @@ pub fn prepare_npm_plugin(
         return Ok(pkg);
     }
     if !dir.join("package.json").exists() {
-        std::fs::write(
-            dir.join("package.json"),
-            "{ \"name\": \"berth-plugin-slot\", \"private\": true }\n",
-        )
-        .map_err(|e| failed(e.to_string()))?;
+        std::fs::write(dir.join("package.json"), SLOT_MANIFEST)
+            .map_err(|e| failed(e.to_string()))?;
     }
     let spec = if local {
         request.to_string()
     } else {
         format!("{name}@{request}")
     };
-    install_spec(&dir, &spec, budget, false).map_err(failed)?;
+    install_plugin(&dir, &spec, budget, false, provided).map_err(failed)?;
     if local {
         // The package's own name is only known now: record it for discovery.
         let slot: serde_json::Value = serde_json::from_str(

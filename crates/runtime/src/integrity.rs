@@ -59,14 +59,21 @@ fn stamp(m: &std::fs::Metadata, now: i64) -> Option<String> {
 
 /// Checks `install` against its file list; with `approved`, the list must have that digest.
 /// `trusted` are the folders whose files load without the host's gate (by real path): a
-/// symlink in the install may not lead into one of them outside the install. Err names the
-/// first file that differs, in words for the person.
-pub fn verify(install: &Path, approved: Option<&str>, trusted: &[PathBuf]) -> Result<(), String> {
+/// symlink in the install may not lead into one of them outside the install — except to
+/// exactly one of the package folders Berth provides (`provided`, D-044: its own `effect`,
+/// linked into an OpenCode 2 plugin's install). Err names the first file that differs, in
+/// words for the person.
+pub fn verify(
+    install: &Path,
+    approved: Option<&str>,
+    trusted: &[PathBuf],
+    provided: &[PathBuf],
+) -> Result<(), String> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(i64::MAX);
-    verify_at(install, approved, trusted, now)
+    verify_at(install, approved, trusted, provided, now)
 }
 
 /// `verify` as if the clock read `now` (seconds since the epoch).
@@ -74,6 +81,7 @@ fn verify_at(
     install: &Path,
     approved: Option<&str>,
     trusted: &[PathBuf],
+    provided: &[PathBuf],
     now: i64,
 ) -> Result<(), String> {
     let (digest, list) = berth_discovery::prepared::read(install).ok_or_else(|| {
@@ -106,7 +114,13 @@ fn verify_at(
     let root = std::fs::canonicalize(install).unwrap_or_else(|_| install.to_path_buf());
     for link in &tree.links {
         if let Ok(target) = std::fs::canonicalize(link) {
-            if !target.starts_with(&root) && trusted.iter().any(|t| target.starts_with(t)) {
+            let berths_own = provided
+                .iter()
+                .any(|p| std::fs::canonicalize(p).is_ok_and(|p| p == target));
+            if !target.starts_with(&root)
+                && !berths_own
+                && trusted.iter().any(|t| target.starts_with(t))
+            {
                 return Err(format!(
                     "{} leads out of what Berth prepared (to {})",
                     link.display(),
@@ -209,8 +223,8 @@ mod tests {
         let dir = install();
         let list = berth_discovery::prepared::list_digest(dir.path()).unwrap();
         let key = "node_modules/a/index.js";
-        verify(dir.path(), Some(&list), &[]).unwrap();
-        assert!(verify(dir.path(), Some("sha256:other"), &[])
+        verify(dir.path(), Some(&list), &[], &[]).unwrap();
+        assert!(verify(dir.path(), Some("sha256:other"), &[], &[])
             .unwrap_err()
             .contains("not the one that was approved"));
         // A file written just now is not remembered (its change time may not move again).
@@ -226,7 +240,7 @@ mod tests {
         // Positive control: a remembered stamp is trusted without hashing — remembered with a
         // wrong digest, the untouched file is reported changed.
         remember(dir.path(), &list, &[(key, "sha256:not-its-bytes")]);
-        assert!(verify_at(dir.path(), Some(&list), &[], later)
+        assert!(verify_at(dir.path(), Some(&list), &[], &[], later)
             .unwrap_err()
             .contains("index.js changed"));
         // Remembered with its right digest, then rewritten (same size): the stamp no longer
@@ -235,7 +249,7 @@ mod tests {
         remember(dir.path(), &list, &[(key, &right)]);
         let ino = || std::fs::metadata(dir.path().join(STAMPS)).unwrap().ino();
         let before = ino();
-        verify_at(dir.path(), Some(&list), &[], later).unwrap();
+        verify_at(dir.path(), Some(&list), &[], &[], later).unwrap();
         assert_eq!(
             ino(),
             before,
@@ -245,7 +259,7 @@ mod tests {
         // seconds of `stamp` guard against in real use).
         std::thread::sleep(std::time::Duration::from_millis(50));
         std::fs::write(dir.path().join(key), "export default 2").unwrap();
-        assert!(verify_at(dir.path(), Some(&list), &[], later)
+        assert!(verify_at(dir.path(), Some(&list), &[], &[], later)
             .unwrap_err()
             .contains("index.js changed"));
     }
@@ -254,13 +268,13 @@ mod tests {
     fn a_file_added_or_removed_fails_the_check() {
         let dir = install();
         std::fs::write(dir.path().join("node_modules/a/extra.js"), "").unwrap();
-        assert!(verify(dir.path(), None, &[])
+        assert!(verify(dir.path(), None, &[], &[])
             .unwrap_err()
             .contains("extra.js was added"));
         std::fs::remove_file(dir.path().join("node_modules/a/extra.js")).unwrap();
-        verify(dir.path(), None, &[]).unwrap();
+        verify(dir.path(), None, &[], &[]).unwrap();
         std::fs::remove_file(dir.path().join("node_modules/a/index.js")).unwrap();
-        assert!(verify(dir.path(), None, &[])
+        assert!(verify(dir.path(), None, &[], &[])
             .unwrap_err()
             .contains("index.js was removed"));
     }
@@ -278,12 +292,12 @@ mod tests {
         let bin = dir.path().join("node_modules/.bin");
         std::fs::create_dir_all(&bin).unwrap();
         std::os::unix::fs::symlink("../a/index.js", bin.join("a")).unwrap();
-        verify(dir.path(), None, &trusted).unwrap();
+        verify(dir.path(), None, &trusted, &[]).unwrap();
 
         let added = dir.path().join("node_modules/a/extra.js");
         std::os::unix::fs::symlink(evil.path().join("evil.js"), &added).unwrap();
-        verify(dir.path(), None, &[]).unwrap();
-        assert!(verify(dir.path(), None, &trusted)
+        verify(dir.path(), None, &[], &[]).unwrap();
+        assert!(verify(dir.path(), None, &trusted, &[])
             .unwrap_err()
             .contains("extra.js leads out of what Berth prepared"));
         std::fs::remove_file(&added).unwrap();
@@ -291,8 +305,31 @@ mod tests {
         let entry = dir.path().join("node_modules/a/index.js");
         std::fs::remove_file(&entry).unwrap();
         std::os::unix::fs::symlink(evil.path().join("evil.js"), &entry).unwrap();
-        assert!(verify(dir.path(), None, &trusted)
+        assert!(verify(dir.path(), None, &trusted, &[])
             .unwrap_err()
             .contains("index.js leads out of what Berth prepared"));
+    }
+
+    /// A package folder Berth provides (its own `effect`, in its trusted host dependencies) may
+    /// be linked into an install as a whole (D-044); a file inside it, or a sibling, may not.
+    #[test]
+    fn a_link_to_exactly_a_package_berth_provides_passes_and_nothing_else_there_does() {
+        let dir = install();
+        let deps = tempfile::tempdir().unwrap();
+        let trusted = [std::fs::canonicalize(deps.path()).unwrap()];
+        let effect = deps.path().join("node_modules/effect");
+        std::fs::create_dir_all(&effect).unwrap();
+        std::fs::write(effect.join("index.js"), "export const Effect = 1").unwrap();
+        let provided = [effect.clone()];
+        let link = dir.path().join("node_modules/effect");
+        std::os::unix::fs::symlink(&effect, &link).unwrap();
+        verify(dir.path(), None, &trusted, &provided).unwrap();
+        // The control: the same link without the exception is refused.
+        assert!(verify(dir.path(), None, &trusted, &[])
+            .unwrap_err()
+            .contains("leads out of what Berth prepared"));
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(effect.join("index.js"), &link).unwrap();
+        assert!(verify(dir.path(), None, &trusted, &provided).is_err());
     }
 }

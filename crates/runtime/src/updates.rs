@@ -277,13 +277,14 @@ impl Updates {
         let (name, version) = (npm.name.clone(), target.version.clone());
         // What it can do is read from its bytes before anything of it runs, in the same
         // background step (off the async workers, at the preparation's low priority).
+        let provided = self.core.provided_packages().await;
         let (dir, candidate) = {
             let packages = packages.clone();
             let mut scanner = self.core.scanner();
             let source = source.clone();
             tokio::task::spawn_blocking(move || {
                 let dir = crate::deps::prepare_npm_version(
-                    &packages, &name, &version, &integrity, budget,
+                    &packages, &name, &version, &integrity, budget, &provided,
                 )?;
                 let candidate = crate::deps::in_background(|| scanner.npm_candidate(&source, &dir))
                     .ok_or_else(|| not_npm(&source.id))?;

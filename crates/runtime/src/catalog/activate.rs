@@ -952,9 +952,15 @@ impl Catalog {
             })
             .collect();
         let trusted = sup.layout().trusted.clone();
+        let provided: Vec<std::path::PathBuf> = sup
+            .layout()
+            .provided_packages()
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect();
         let checked = tokio::task::spawn_blocking(move || {
             installs.iter().try_for_each(|(d, approved)| {
-                crate::integrity::verify(d, approved.as_deref(), &trusted)
+                crate::integrity::verify(d, approved.as_deref(), &trusted, &provided)
             })
         })
         .await

@@ -59,8 +59,9 @@ impl Catalog {
                 request.to_string(),
             );
             let budget = self.policy.current().budget("budget.prepare");
+            let provided = self.core.provided_packages().await;
             let result = tokio::task::spawn_blocking(move || {
-                crate::deps::prepare_npm_plugin(&packages, &name, &request, budget)
+                crate::deps::prepare_npm_plugin(&packages, &name, &request, budget, &provided)
             })
             .await;
             let failure = match result {

@@ -83,7 +83,8 @@ pub(crate) fn prepare(
             "check the package name in the entry's command",
         ));
     };
-    let folder = crate::deps::prepare_npm_version(packages, name, version, integrity, budget)?;
+    // An MCP server is a program, not a plugin: nothing of Berth's is linked into its install.
+    let folder = crate::deps::prepare_npm_version(packages, name, version, integrity, budget, &[])?;
     let package_dir = folder.join("node_modules").join(name);
     let bin = program_of(&package_dir, name, fetched.command.as_deref()).ok_or_else(|| {
         refuse(
@@ -127,6 +128,7 @@ pub(crate) fn verify(prepared: &McpPrepared) -> Result<(), String> {
     crate::integrity::verify(
         Path::new(&prepared.install),
         Some(&prepared.list_digest),
+        &[],
         &[],
     )
 }

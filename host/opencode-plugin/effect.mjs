@@ -5,5 +5,5 @@
 // Effect in a scope of its own and closes it on unload. Ledger D-044.
 //
 // Owns: this module's exports. Must not: hold state of any plugin.
-export { Plugin, Tool, ToolError, Error } from "./v2-plugin.mjs"
-export { default } from "./v2-plugin.mjs"
+export { Plugin, Tool, ToolError, Error } from "./index.mjs"
+export { default } from "./index.mjs"

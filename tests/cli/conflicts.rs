@@ -34,6 +34,23 @@ fn plugin(s: &Sandbox, file: &str, tools: &[&str], answer: &str) {
     );
 }
 
+/// The same as `plugin`, written as an OpenCode V2 plugin (`ctx.tool.transform`, D-044).
+fn v2_plugin(s: &Sandbox, file: &str, tools: &[&str], answer: &str) {
+    let adds: Vec<String> = tools
+        .iter()
+        .map(|t| {
+            format!("tools.add({{ name: \"{t}\", description: \"{t} from {file}\", input: {{ type: \"object\", properties: {{}} }}, options: {{ codemode: false }}, execute: async () => ({{ content: \"{answer}\" }}) }})")
+        })
+        .collect();
+    s.write(
+        &format!("project/.opencode/plugins/{file}.ts"),
+        &format!(
+            "import {{ Plugin }} from \"@opencode/plugin\"\nexport default Plugin.define({{ id: \"example.{file}\", async setup(ctx) {{ await ctx.tool.transform((tools) => {{ {} }}) }} }})\n",
+            adds.join("; ")
+        ),
+    );
+}
+
 fn conflicts(s: &Sandbox) -> Value {
     let (code, v) = s.run_json(&["conflicts"]);
     assert_eq!(code, 0, "{v}");
@@ -295,8 +312,14 @@ fn a_plugin_never_takes_over_a_builtin_by_itself() {
     assert!(r["output"].as_str().unwrap().contains("first line"), "{r}");
 }
 
+/// The cap governs a plugin of either generation the same way.
 #[test]
 fn with_the_override_cap_at_allow_a_plugin_takes_a_builtins_name_as_in_opencode() {
+    override_cap(plugin);
+    override_cap(v2_plugin);
+}
+
+fn override_cap(plugin: fn(&Sandbox, &str, &[&str], &str)) {
     let s = Sandbox::new();
     assert_eq!(
         s.run_json(&["policy", "set", "cap.tool-override", "allow"])

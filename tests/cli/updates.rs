@@ -161,31 +161,20 @@ fn an_npm_plugin_is_updated_held_when_it_grows_and_rolled_back_exactly() {
 
     // 2.0.0 adds a tool: it is not registered before the person allows it.
     t.reg.publish("berth-update-probe@2.0.0");
-    let (code, v) = t.run(&["update", &id]);
-    let held_before_import = code == 1 && v["error"]["code"] == "action-required";
-    let held_after_import = code == 0 && v["update"]["outcome"] == "held";
-    assert!(held_before_import || held_after_import, "{v}");
-    let (_, tools) = t.run(&["tools"]);
-    assert!(
-        !tools["tools"].to_string().contains("probe_extra"),
-        "a tool nobody allowed was registered: {tools}"
-    );
-    if held_before_import {
-        let src = t.source();
-        assert_eq!(
-            src["lifecycle"]["updates"]["progress"]["stage"], "waiting-for-you",
-            "{src}"
-        );
-        assert_eq!(
-            t.call("probe_version"),
-            "berth-update-probe 1.1.0",
-            "the old version serves on"
-        );
-        let (code, v) = t.run(&["update", &id, "--approve-growth"]);
-        assert_eq!(code, 0, "{v}");
-    } else {
-        assert_eq!(t.run(&["approve", &id]).0, 0);
-    }
+    update_held_until_allowed(&|a| t.run(a), &id, "probe_extra", |before_import| {
+        if before_import {
+            let src = t.source();
+            assert_eq!(
+                src["lifecycle"]["updates"]["progress"]["stage"], "waiting-for-you",
+                "{src}"
+            );
+            assert_eq!(
+                t.call("probe_version"),
+                "berth-update-probe 1.1.0",
+                "the old version serves on"
+            );
+        }
+    });
     assert_eq!(t.call("probe_version"), "berth-update-probe 2.0.0");
     assert_eq!(t.call("probe_extra"), "berth-update-probe 2.0.0 extra");
     let (_, v) = t.run(&["versions", &id]);
@@ -207,6 +196,33 @@ fn an_npm_plugin_is_updated_held_when_it_grows_and_rolled_back_exactly() {
     );
     assert!(record["native_modules"].as_array().unwrap().is_empty());
     assert_eq!(record["platform"], std::env::consts::OS);
+}
+
+/// `berth update <id>` to a version that registers `grown` more: held — before its import (the
+/// update waits for the person) or after it (the source asks again) — with `grown` not
+/// registered; `while_held(before_import)` looks at that state; then the person allows it.
+pub(crate) fn update_held_until_allowed(
+    run: &dyn Fn(&[&str]) -> (i32, serde_json::Value),
+    id: &str,
+    grown: &str,
+    while_held: impl FnOnce(bool),
+) {
+    let (code, v) = run(&["update", id]);
+    let held_before_import = code == 1 && v["error"]["code"] == "action-required";
+    let held_after_import = code == 0 && v["update"]["outcome"] == "held";
+    assert!(held_before_import || held_after_import, "{v}");
+    let (_, tools) = run(&["tools"]);
+    assert!(
+        !tools["tools"].to_string().contains(grown),
+        "a tool nobody allowed was registered: {tools}"
+    );
+    while_held(held_before_import);
+    let (code, v) = if held_before_import {
+        run(&["update", id, "--approve-growth"])
+    } else {
+        run(&["approve", id])
+    };
+    assert_eq!(code, 0, "{v}");
 }
 
 #[test]

@@ -388,11 +388,32 @@ async fn v1_and_v2_tool_hooks_run_in_one_load_order() {
 }
 
 /// OpenCode 2 also loads package folders from `plugins/` (seed 000): a folder whose entry is a
-/// V2 plugin is a source; a folder holding a V1 plugin is not, as OpenCode 1.18.4 ignores
-/// folders there (the control).
+/// V2 plugin is a source — found by `index.ts`, or by its `package.json` `main`, also through
+/// a symlink to a folder elsewhere; a folder holding a V1 plugin is not, as OpenCode 1.18.4
+/// ignores folders there (the control).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_v2_package_folder_in_plugins_is_found_and_a_v1_folder_is_not() {
     let dir = tempfile::tempdir().unwrap();
+    // A package folder kept elsewhere, linked in; its entry is named by `main`.
+    let elsewhere = dir.path().join("project/vendor/options-pkg");
+    std::fs::create_dir_all(elsewhere.join("lib")).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap();
+    std::fs::copy(
+        root.join("fixtures/v2/options.ts"),
+        elsewhere.join("lib/entry.ts"),
+    )
+    .unwrap();
+    std::fs::write(
+        elsewhere.join("package.json"),
+        r#"{ "main": "lib/entry.ts" }"#,
+    )
+    .unwrap();
+    let plugins = dir.path().join("project/.opencode/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, plugins.join("linked")).unwrap();
     let berth = support::open_project(
         dir.path(),
         &[
@@ -417,6 +438,10 @@ async fn a_v2_package_folder_in_plugins_is_found_and_a_v1_folder_is_not() {
         "{entries:?}"
     );
     assert!(
+        entries.iter().any(|e| e.ends_with("lib/entry.ts")),
+        "{entries:?}"
+    );
+    assert!(
         !entries.iter().any(|e| e.contains("v1-folder")),
         "{entries:?}"
     );
@@ -426,6 +451,14 @@ async fn a_v2_package_folder_in_plugins_is_found_and_a_v1_folder_is_not() {
     assert_eq!(
         call(&berth, "v2_dir", json!({})).await.output.as_deref(),
         Some("from the folder plugin")
+    );
+    assert_eq!(
+        call(&berth, "v2_options", json!({}))
+            .await
+            .output
+            .as_deref(),
+        Some("{}"),
+        "the linked folder's plugin runs"
     );
     berth.shutdown_hosts().await;
 }

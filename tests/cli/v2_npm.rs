@@ -51,11 +51,24 @@ impl Setup {
 fn an_opencode_2_plugin_from_npm_is_approved_prepared_updated_and_rolled_back_like_a_v1_one() {
     let s = Sandbox::new();
     let reg = Registry::start(&["berth-update-v2@1.0.0", "berth-effect-v2@1.0.0"]);
+    // A local package too (npm installs it from its folder), named to sort after the links
+    // Berth adds to its install.
+    s.write(
+        "home/.config/opencode/vendor/local-v2/package.json",
+        r#"{ "name": "zz-local-v2", "version": "0.1.0", "type": "module", "main": "index.js", "peerDependencies": { "@opencode/plugin": "^2.0.0" } }"#,
+    );
+    s.write(
+        "home/.config/opencode/vendor/local-v2/index.js",
+        r#"import { Plugin } from "@opencode/plugin"
+export default Plugin.define({ id: "example.local-v2", setup: (ctx) => ctx.tool.transform((tools) => tools.add({ name: "hello", description: "A local package's tool", input: { type: "object", properties: {} }, options: { namespace: "v2loc", codemode: false }, execute: async () => ({ content: "hello from a local V2 package" }) })) })
+"#,
+    );
     s.write(
         "home/.config/opencode/opencode.json",
         &serde_json::json!({ "plugins": [
             { "package": "berth-update-v2@latest" },
             { "package": "berth-effect-v2@1.0.0" },
+            { "package": "file:./vendor/local-v2" },
         ] })
         .to_string(),
     );
@@ -94,6 +107,10 @@ fn an_opencode_2_plugin_from_npm_is_approved_prepared_updated_and_rolled_back_li
     assert!(
         !asked.contains("opencode") && !asked.contains("effect\""),
         "{asked}"
+    );
+    assert_eq!(
+        t.call("v2loc_hello", false),
+        "hello from a local V2 package"
     );
     // The Effect-flavoured package's own `import "effect"` is Berth's one copy (the host's
     // dependencies in the data dir), and its Effect runs.

@@ -368,7 +368,7 @@ fn install_plugin(
     let (Some(api), Some(effect)) = (link(V2_API), link("effect")) else {
         return Ok(());
     };
-    if !installed_names(dir, V2_API) {
+    if !installed_names(dir, provided, V2_API) {
         return Ok(());
     }
     edit_slot(&|o| {
@@ -398,29 +398,42 @@ fn install_plugin(
 /// The name of the module OpenCode 2 provides its plugins (and Berth does: `host/opencode-plugin`).
 const V2_API: &str = "@opencode/plugin";
 
-/// Whether the plugin package npm installed in the slot `dir` (its dependency other than the
-/// links Berth adds) names `name` among its dependencies, peers or dev dependencies.
-fn installed_names(dir: &Path, name: &str) -> bool {
-    let read = |p: &Path| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_default()).unwrap_or_default()
+/// The plugin package npm installed in the slot `dir`: the slot's dependency that is not one of
+/// the links Berth adds (`provided`).
+fn installed_plugin(dir: &Path, provided: &[(&str, PathBuf)]) -> Option<String> {
+    let slot: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("package.json")).ok()?).ok()?;
+    let berths = |name: &str, spec: &serde_json::Value| {
+        provided.iter().any(|(n, d)| {
+            *n == name && spec.as_str() == Some(format!("file:{}", d.display()).as_str())
+        })
     };
-    let slot = read(&dir.join("package.json"));
-    let Some(deps) = slot["dependencies"].as_object() else {
+    slot["dependencies"]
+        .as_object()?
+        .iter()
+        .find(|(name, spec)| !berths(name, spec))
+        .map(|(name, _)| name.clone())
+}
+
+/// Whether the plugin package npm installed in the slot `dir` names `name` among its
+/// dependencies, peers or dev dependencies.
+fn installed_names(dir: &Path, provided: &[(&str, PathBuf)], name: &str) -> bool {
+    let Some(pkg) = installed_plugin(dir, provided) else {
         return false;
     };
-    deps.keys()
-        .filter(|pkg| *pkg != V2_API && *pkg != "effect")
-        .any(|pkg| {
-            let manifest = read(&dir.join("node_modules").join(pkg).join("package.json"));
-            [
-                "dependencies",
-                "peerDependencies",
-                "devDependencies",
-                "optionalDependencies",
-            ]
-            .iter()
-            .any(|field| manifest[field].get(name).is_some())
-        })
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("node_modules").join(pkg).join("package.json"))
+            .unwrap_or_default(),
+    )
+    .unwrap_or_default();
+    [
+        "dependencies",
+        "peerDependencies",
+        "devDependencies",
+        "optionalDependencies",
+    ]
+    .iter()
+    .any(|field| manifest[field].get(name).is_some())
 }
 
 /// `npm install` of exactly `spec` into the slot `dir` (its lockfile records no registry URL).
@@ -647,13 +660,7 @@ pub fn prepare_npm_plugin(
     install_plugin(&dir, &spec, budget, false, provided).map_err(failed)?;
     if local {
         // The package's own name is only known now: record it for discovery.
-        let slot: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.join("package.json")).unwrap_or_default(),
-        )
-        .unwrap_or_default();
-        let real = slot["dependencies"]
-            .as_object()
-            .and_then(|d| d.keys().next().cloned())
+        let real = installed_plugin(&dir, provided)
             .ok_or_else(|| failed("npm recorded no dependency".into()))?;
         std::fs::write(dir.join(".berth-package"), &real).map_err(|e| failed(e.to_string()))?;
     }

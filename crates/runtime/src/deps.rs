@@ -1,10 +1,13 @@
-//! The plugin host's npm dependencies (`@opencode-ai/plugin` 1.18.4 with zod 4.1.8, and
-//! sucrase for TypeScript on Node), prepared in Berth's data dir — never in the user's
-//! OpenCode folders (deviations ledger D-001) — from the pinned lockfile, with install scripts
-//! off. A local copy made by the set-up (`.tools/host-deps`, same lockfile) is linked in
-//! instead of downloading again.
+//! npm work, always in Berth's data dir — never in the user's OpenCode folders (deviations
+//! ledger D-001) — and always with install scripts off: the plugin host's own dependencies
+//! (`@opencode-ai/plugin` 1.18.4 with zod 4.1.8, sucrase for TypeScript on Node, effect 4.0.1
+//! for OpenCode 2 plugins) from the pinned lockfile, linked from the set-up's local copy
+//! (`.tools/host-deps`, same lockfile) instead of downloading again; npm plugins' installs
+//! (`<data dir>/packages/`), into which an OpenCode 2 plugin gets the packages Berth provides
+//! linked (D-044); config folders' own dependencies; the registry's answer for updates.
 //!
-//! Must not: run any package's install script, or write outside `<data dir>/deps/`.
+//! Must not: run any package's install script, write outside the data dir, or let npm fetch a
+//! package Berth provides its plugins itself.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

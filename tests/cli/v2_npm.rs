@@ -176,3 +176,70 @@ export default Plugin.define({ id: "example.local-v2", setup: (ctx) => ctx.tool.
         .call("v2fx_where", true)
         .starts_with(host_effect.to_str().unwrap()));
 }
+
+/// An attacker with the person's rights swaps the link to Berth's `@opencode/plugin` in a
+/// prepared install. A link to a module of their own, outside Berth's folders, passes the
+/// install check (a link is not a listed file), but the host's gate refuses the module: it
+/// never runs. A link into another of Berth's own folders (the host's dependencies, which load
+/// unchecked, unlike the one package folder Berth provides there) is refused before anything
+/// of the plugin loads.
+#[test]
+fn a_swapped_link_to_berths_plugin_module_in_an_install_runs_nothing() {
+    let s = Sandbox::new();
+    let reg = Registry::start(&["berth-update-v2@1.0.0"]);
+    s.write(
+        "home/.config/opencode/opencode.json",
+        &serde_json::json!({ "plugins": [{ "package": "berth-update-v2@1.0.0" }] }).to_string(),
+    );
+    let marker = s.root.path().join("imports.txt");
+    let t = Setup { s, reg, marker };
+    assert_eq!(t.run(&["approve", "--all", "--including-fetch"]).0, 0);
+    assert_eq!(
+        t.call("v2up_version", false),
+        "berth-update-v2 1.0.0 (call 1)"
+    );
+
+    let slot = std::fs::read_dir(t.s.data_dir().join("packages"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("node_modules/berth-update-v2").is_dir())
+        .expect("the prepared install");
+    let link = slot.join("node_modules/@opencode/plugin");
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    let evil_ran = t.s.root.path().join("evil-ran.txt");
+    let evil = t.s.write(
+        "evil/plugin/index.mjs",
+        &format!(
+            "import {{ appendFileSync }} from \"node:fs\"\nappendFileSync({:?}, \"evil ran\\n\")\nexport const Plugin = {{ define: (p) => p }}\nexport const Tool = {{}}\n",
+            evil_ran.to_str().unwrap()
+        ),
+    );
+    t.s.write(
+        "evil/plugin/package.json",
+        r#"{ "name": "@opencode/plugin", "type": "module", "exports": { ".": "./index.mjs" } }"#,
+    );
+    let refused = |target: &std::path::Path, why: &str| {
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(target, &link).unwrap();
+        for node in [false, true] {
+            if node {
+                assert_eq!(t.run_on(&["approve", "--all"], true).0, 0);
+            }
+            let (_, tools) = t.run_on(&["tools"], node);
+            assert!(
+                !tools["tools"].to_string().contains("v2up_version"),
+                "the plugin loaded through a swapped link: {tools}"
+            );
+            assert!(
+                tools["problems"].to_string().contains(why),
+                "{why} in {tools}"
+            );
+            assert!(!evil_ran.exists(), "the attacker's module ran");
+        }
+    };
+    refused(evil.parent().unwrap(), "is not part of what was approved");
+    let other_host_dep = t.s.data_dir().join("deps/host/node_modules/zod");
+    assert!(other_host_dep.is_dir());
+    refused(&other_host_dep, "leads out of what Berth prepared");
+}

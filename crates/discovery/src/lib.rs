@@ -34,5 +34,5 @@ pub use scan::{
 };
 pub use source::{
     Capabilities, Diagnostic, Generation, Manifest, NpmRef, Resolved, Scope, Source, SourceKind,
-    SourceState,
+    SourceState, V2_API, V2_EFFECT,
 };

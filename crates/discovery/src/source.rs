@@ -134,9 +134,16 @@ impl Generation {
     }
 }
 
+/// The module OpenCode 2 provides its plugins (`Plugin.define`, `Tool.Error`); Berth's is
+/// `host/opencode-plugin`.
+pub const V2_API: &str = "@opencode/plugin";
+
+/// The Effect library OpenCode 2 provides its plugins; Berth's is its one pinned copy.
+pub const V2_EFFECT: &str = "effect";
+
 /// Packages OpenCode 2 provides its plugins at run time (and Berth with it): never prepared
 /// from npm for a V2 plugin, always resolved to Berth's one pinned copy.
-pub const V2_PROVIDED: &[&str] = &["@opencode/plugin", "effect"];
+pub const V2_PROVIDED: &[&str] = &[V2_API, V2_EFFECT];
 
 /// What a source could do, read statically. The approval plane keys on [`Capabilities::digest`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

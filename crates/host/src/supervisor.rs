@@ -78,8 +78,13 @@ impl HostLayout {
     pub fn provided_packages(&self) -> Vec<(&'static str, PathBuf)> {
         let host = self.script.parent().unwrap_or(std::path::Path::new("."));
         vec![
-            ("@opencode/plugin", host.join("opencode-plugin")),
-            ("effect", self.deps_dir.join("node_modules/effect")),
+            (berth_discovery::V2_API, host.join("opencode-plugin")),
+            (
+                berth_discovery::V2_EFFECT,
+                self.deps_dir
+                    .join("node_modules")
+                    .join(berth_discovery::V2_EFFECT),
+            ),
         ]
     }
 

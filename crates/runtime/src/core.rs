@@ -280,8 +280,6 @@ impl Core {
         self.scanner().scan(&target.0, target.1)
     }
 
-    /// The supervisor, started on first use (preparing the host's dependencies may download:
-    /// off the async workers).
     /// The packages Berth links into npm plugins' installs (`HostLayout::provided_packages`,
     /// D-044); none when the host cannot be located (its load then fails in its own words).
     pub(crate) async fn provided_packages(&self) -> Vec<(&'static str, std::path::PathBuf)> {
@@ -291,6 +289,8 @@ impl Core {
         }
     }
 
+    /// The supervisor, started on first use (preparing the host's dependencies may download:
+    /// off the async workers).
     pub(crate) async fn supervisor(&self) -> Result<Arc<HostSupervisor>, BerthError> {
         self.supervisor
             .get_or_try_init(|| async {

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use berth_discovery::{V2_API, V2_EFFECT};
+
 use crate::error::{code, BerthError};
 
 const PACKAGE_JSON: &str = include_str!("../../../scripts/tools/host-deps/package.json");
@@ -348,6 +350,7 @@ fn install_plugin(
             .find(|(n, d)| *n == name && d.join("package.json").is_file())
             .map(|(_, d)| serde_json::Value::String(format!("file:{}", d.display())))
     };
+    let (api, effect) = (link(V2_API), link(V2_EFFECT));
     let edit_slot = |f: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
         let path = dir.join("package.json");
         let mut slot: serde_json::Value =
@@ -359,7 +362,7 @@ fn install_plugin(
         std::fs::write(&path, format!("{slot:#}\n"))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     };
-    if let Some(api) = link(V2_API) {
+    if let Some(api) = &api {
         edit_slot(&|o| {
             o.insert(
                 "overrides".into(),
@@ -368,7 +371,7 @@ fn install_plugin(
         })?;
     }
     install_spec(dir, spec, budget, background)?;
-    let (Some(api), Some(effect)) = (link(V2_API), link("effect")) else {
+    let (Some(api), Some(effect)) = (api, effect) else {
         return Ok(());
     };
     if !installed_names(dir, provided, V2_API) {
@@ -380,11 +383,11 @@ fn install_plugin(
             .or_insert_with(|| serde_json::json!({}));
         if let Some(d) = deps.as_object_mut() {
             d.insert(V2_API.into(), api.clone());
-            d.insert("effect".into(), effect.clone());
+            d.insert(V2_EFFECT.into(), effect.clone());
         }
         o.insert(
             "overrides".into(),
-            serde_json::json!({ V2_API: api.clone(), "effect@^4.0.0": effect.clone() }),
+            serde_json::json!({ V2_API: api.clone(), format!("{V2_EFFECT}@^4.0.0"): effect.clone() }),
         );
     })?;
     npm_output(
@@ -397,9 +400,6 @@ fn install_plugin(
     .map(drop)
     .map_err(|e| format!("{e} (linking Berth's effect for {spec})"))
 }
-
-/// The name of the module OpenCode 2 provides its plugins (and Berth does: `host/opencode-plugin`).
-const V2_API: &str = "@opencode/plugin";
 
 /// The plugin package npm installed in the slot `dir`: the slot's dependency that is not one of
 /// the links Berth adds (`provided`).

@@ -112,13 +112,18 @@ fn verify_at(
     // they are). What it leads to elsewhere passes the host's gate by its real path — unless
     // that lies in another of Berth's own folders, which load unchecked.
     let root = std::fs::canonicalize(install).unwrap_or_else(|_| install.to_path_buf());
+    let provided: Vec<PathBuf> = if tree.links.is_empty() {
+        Vec::new()
+    } else {
+        provided
+            .iter()
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .collect()
+    };
     for link in &tree.links {
         if let Ok(target) = std::fs::canonicalize(link) {
-            let berths_own = provided
-                .iter()
-                .any(|p| std::fs::canonicalize(p).is_ok_and(|p| p == target));
             if !target.starts_with(&root)
-                && !berths_own
+                && !provided.contains(&target)
                 && trusted.iter().any(|t| target.starts_with(t))
             {
                 return Err(format!(
